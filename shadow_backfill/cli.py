@@ -1,0 +1,166 @@
+"""The `shadow-backfill` command line (Typer + Rich).
+
+Every command turns a :class:`ShadowBackfillError` into one red line naming the culprit and
+its exit code (2 for usage errors, 1 for runtime failures).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from shadow_backfill.api import Backfill
+from shadow_backfill.errors import ShadowBackfillError, UsageError
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="Recompute partitions into a shadow table, validate them, and promote only what passes.",
+)
+console = Console(stderr=True)
+out = Console(soft_wrap=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+STATUS_STYLE = {"written": "green", "running": "yellow", "pending": "dim", "failed": "red"}
+
+
+def handle_errors(fn: F) -> F:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ShadowBackfillError as exc:
+            console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _split(partitions: str | None) -> list[str] | None:
+    if partitions is None:
+        return None
+    items = [p.strip() for p in partitions.split(",") if p.strip()]
+    if not items:
+        raise UsageError("--partitions is empty")
+    return items
+
+
+ConfigArg = typer.Argument(..., help="The backfill config (YAML).", show_default=False)
+
+
+@app.command()
+@handle_errors
+def run(
+    config: Path = ConfigArg,
+    start: str | None = typer.Option(None, help="First partition, e.g. 2024-01-01."),
+    end: str | None = typer.Option(None, help="Last partition (included)."),
+    partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
+    max_parallel: int | None = typer.Option(None, min=1, help="Chunks written at once (default: config)."),
+    chunk_size: int | None = typer.Option(None, min=1, help="Partitions per Spark job (default: auto)."),
+    force: bool = typer.Option(False, help="Rewrite partitions that are already written."),
+    allow_code_change: bool = typer.Option(
+        False, help="Allow a changed transform to rewrite partitions of the same shadow version."
+    ),
+) -> None:
+    """Recompute partitions into the shadow table (resumable: written partitions are skipped)."""
+    bf = Backfill.from_config(config)
+    result = run_with_progress(bf, start=start, end=end, partitions=_split(partitions), max_parallel=max_parallel,
+                               chunk_size=chunk_size, force=force, allow_code_change=allow_code_change)
+    out.print(
+        f"{bf.shadow_table}: {len(result.written)} written, {len(result.skipped)} skipped (already written), "
+        f"{len(result.failed)} failed in {len(result.chunks)} chunk(s); shadow version {result.shadow_version}",
+        highlight=False,
+    )
+    if result.failed:
+        for key in sorted(result.failed)[:10]:
+            console.print(f"[red]failed[/] {key}: {result.failed[key]}", highlight=False)
+        raise typer.Exit(1)
+
+
+def run_with_progress(bf: Backfill, **kwargs: Any) -> Any:
+    requested, to_do = bf.plan(kwargs.get("start"), kwargs.get("end"), kwargs.get("partitions"),
+                               force=kwargs.get("force", False))
+    with Progress(
+        SpinnerColumn(), TextColumn("[bold]recompute[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
+        TimeElapsedColumn(), console=console, transient=False, disable=not console.is_terminal,
+    ) as progress:
+        task = progress.add_task(bf.shadow_table, total=len(to_do))
+
+        def advance(chunk: Sequence[str], outcome: str) -> None:
+            progress.advance(task, len(chunk))
+
+        return bf.run(on_progress=advance, **kwargs)
+
+
+@app.command()
+@handle_errors
+def status(
+    config: Path = ConfigArg,
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON list instead of a table."),
+) -> None:
+    """Show every partition of the shadow table and its state."""
+    bf = Backfill.from_config(config)
+    rows = bf.status_rows()
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
+        return
+    table = Table(title=f"{bf.shadow_table} ({len(rows)} partitions)")
+    for col in ("partition", "status", "rows", "shadow version", "attempts", "seconds", "error"):
+        table.add_column(col)
+    for r in rows:
+        style = STATUS_STYLE.get(r["status"], "")
+        table.add_row(
+            r["partition"], f"[{style}]{r['status']}[/]" if style else r["status"],
+            "" if r["rows"] is None else str(r["rows"]),
+            "" if r["shadow_version"] is None else str(r["shadow_version"]),
+            str(r["attempts"]), "" if r["duration_s"] is None else f"{r['duration_s']:.1f}",
+            (r["error"] or "")[:80],
+        )
+    out.print(table)
+
+
+@app.command()
+@handle_errors
+def demo(
+    directory: Path = typer.Argument(..., help="Folder for the demo (created if missing)."),
+    format: str = typer.Option("iceberg", "--format", help="iceberg (offline, default) or delta (via Sail)."),
+    days: int = typer.Option(60, min=2, max=366, help="Daily partitions in the demo's live table."),
+    run_recompute: bool = typer.Option(True, "--run/--no-run", help="Also recompute the range into the shadow."),
+) -> None:
+    """Write a self-contained example (live table, v2 transform, config, suite) and recompute it."""
+    from shadow_backfill.demo import demo_range, seed_live_table, write_demo
+
+    if format not in ("iceberg", "delta"):
+        raise UsageError(f"--format must be 'iceberg' or 'delta', not {format!r}")
+    cfg = write_demo(directory, format, days)
+    bf = seed_live_table(cfg, days)
+    start, end = demo_range(days)
+    out.print(f"live table {bf.live_table}: {days} daily partitions {start}..{end} (v1 logic)", highlight=False)
+    if run_recompute:
+        result = run_with_progress(bf, start=start, end=end)
+        out.print(
+            f"shadow table {bf.shadow_table}: {len(result.written)} written, {len(result.skipped)} skipped, "
+            f"{len(result.failed)} failed; version {result.shadow_version}",
+            highlight=False,
+        )
+        if result.failed:
+            raise typer.Exit(1)
+    out.print(f"config: {cfg}\nnext: shadow-backfill status {cfg}", highlight=False)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,199 @@
+"""The backfill config: one YAML file, validated by pydantic before any Spark work starts.
+
+Every mistake a user can make in the file is reported as one :class:`ConfigError` that names
+the file and the field, so a typo never turns into a half-finished run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, field_validator, model_validator
+
+from shadow_backfill.errors import ConfigError
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PartitionSpec(_Strict):
+    """How partitions are named, typed and enumerated."""
+
+    column: str
+    granularity: Literal["daily", "hourly", "monthly"] = "daily"
+    # The type of the partition column in the table. Defaults: daily -> date,
+    # hourly -> timestamp, monthly -> string ("2024-01").
+    type: Literal["date", "timestamp", "string", "int"] | None = None
+    # strftime pattern for string and int partition columns.
+    format: str | None = None
+    # An explicit list of partitions used when no range is given on the command line.
+    values: list[str] | None = None
+
+    @field_validator("column")
+    @classmethod
+    def _column_name(cls, v: str) -> str:
+        if not _COLUMN.match(v):
+            raise ValueError(f"{v!r} is not a plain column name")
+        return v
+
+
+class TransformSpec(_Strict):
+    """The recompute logic: a Python function or a parameterised SQL file."""
+
+    # "package.module:function", called as function(spark, partitions) -> DataFrame
+    function: str | None = None
+    # A SQL file using the named parameter :partition; it is run once per partition with
+    # the value bound by Spark (never formatted into the text) and the results are unioned.
+    sql: Path | None = None
+    # Folders added to sys.path before importing `function` (relative to the config file).
+    python_path: list[Path] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> TransformSpec:
+        if (self.function is None) == (self.sql is None):
+            raise ValueError("give exactly one of 'function' (module:function) or 'sql' (a file)")
+        if self.function is not None and not re.match(r"^[\w.]+:[\w.]+$", self.function):
+            raise ValueError(f"function {self.function!r} must look like 'package.module:function'")
+        return self
+
+
+class SparkSpec(_Strict):
+    """Where Spark runs. The embedded default is local Spark with a warehouse beside the config."""
+
+    master: str = "local[*]"
+    # A Spark Connect URL (sc://host:port), or "sail" to start an embedded Sail server on loopback.
+    remote: str | None = None
+    warehouse: Path | None = None
+    # Iceberg catalog name (a Hadoop catalog in the warehouse unless conf says otherwise).
+    catalog: str = "local"
+    # A folder of jars (Iceberg or Delta runtime) used instead of the bundled or Maven ones.
+    jars_dir: Path | None = None
+    conf: dict[str, str] = Field(default_factory=dict)
+
+
+class RunSpec(_Strict):
+    """Defaults for `shadow-backfill run`; command-line options override them."""
+
+    max_parallel: PositiveInt = 2
+    retries: int = Field(default=2, ge=0)
+    retry_backoff_s: float = Field(default=1.0, ge=0)
+    # Partitions per Spark job: an integer, or "auto" (see recompute.choose_chunk_size).
+    chunk_size: PositiveInt | Literal["auto"] = "auto"
+    max_chunk_size: PositiveInt = 31
+    target_rows_per_chunk: PositiveInt = 5_000_000
+
+
+class StateSpec(_Strict):
+    # SQLAlchemy URL; default: SQLite file beside the warehouse.
+    url: str | None = None
+
+
+class BackfillConfig(_Strict):
+    """The whole config file."""
+
+    live_table: str
+    shadow_table: str | None = None
+    version: str = "v2"
+    format: Literal["iceberg", "delta"]
+    partition: PartitionSpec
+    keys: list[str] = Field(default_factory=list)
+    transform: TransformSpec
+    spark: SparkSpec = Field(default_factory=SparkSpec)
+    run: RunSpec = Field(default_factory=RunSpec)
+    state: StateSpec = Field(default_factory=StateSpec)
+    expectations: list[str] = Field(default_factory=list)
+
+    # Set by load_config: the folder relative paths are resolved against, and the file's hash.
+    base_dir: Path = Field(default=Path("."), exclude=True)
+    config_hash: str = Field(default="", exclude=True)
+
+    @field_validator("version")
+    @classmethod
+    def _version_name(cls, v: str) -> str:
+        if not re.match(r"^[A-Za-z0-9_]+$", v):
+            raise ValueError(f"{v!r} may only hold letters, digits and '_'")
+        return v
+
+    @field_validator("keys")
+    @classmethod
+    def _key_names(cls, v: list[str]) -> list[str]:
+        for k in v:
+            if not _COLUMN.match(k):
+                raise ValueError(f"{k!r} is not a plain column name")
+        return v
+
+    @model_validator(mode="after")
+    def _tables(self) -> BackfillConfig:
+        if self.format == "iceberg":
+            for name in (self.live_table, self.shadow_table):
+                if name is not None and not _IDENT.match(name):
+                    raise ValueError(f"Iceberg table {name!r} must be an identifier like catalog.db.table")
+        if self.shadow_table is not None and self.shadow_table == self.live_table:
+            raise ValueError("shadow_table must differ from live_table")
+        return self
+
+    # ---- derived values -------------------------------------------------------------------
+
+    @property
+    def shadow(self) -> str:
+        """The shadow table: explicit, or the live name with the version appended (features_v2)."""
+        if self.shadow_table:
+            return self.shadow_table
+        return f"{self.live_table.rstrip('/')}_{self.version}"
+
+    @property
+    def warehouse(self) -> Path:
+        return self.resolve(self.spark.warehouse or Path("warehouse"))
+
+    @property
+    def state_url(self) -> str:
+        if self.state.url:
+            return self.state.url
+        return f"sqlite:///{self.warehouse / 'shadow_backfill_state.db'}"
+
+    def resolve(self, p: Path | str) -> Path:
+        p = Path(p)
+        return p if p.is_absolute() else (self.base_dir / p).resolve()
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(x) for x in loc) or "(top level)"
+
+
+def parse_config(data: Any, *, source: str = "config", base_dir: Path | None = None) -> BackfillConfig:
+    """Validate an already-parsed mapping; every error names the offending field."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the config must be a YAML mapping, got {type(data).__name__}")
+    try:
+        cfg = BackfillConfig.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = _field_path(tuple(first["loc"]))
+        msg = first["msg"]
+        more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+        raise ConfigError(f"{source}: field '{field}': {msg}{more}") from None
+    cfg.base_dir = (base_dir or Path.cwd()).resolve()
+    return cfg
+
+
+def load_config(path: str | Path) -> BackfillConfig:
+    """Read and validate a YAML config; relative paths in it are relative to the file."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file {str(p)!r} does not exist")
+    text = p.read_text()
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: not valid YAML: {exc}") from None
+    cfg = parse_config(data, source=str(p), base_dir=p.parent)
+    cfg.config_hash = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return cfg

@@ -1,0 +1,122 @@
+"""The one interface every table format implements.
+
+The runner, the validator and the promoter only talk to a :class:`TableFormat`; each format
+lives in its own module and no other module knows about Iceberg or Delta specifics.
+"""
+
+from __future__ import annotations
+
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+from shadow_backfill.config import BackfillConfig
+from shadow_backfill.partitions import PartitionScheme
+
+COMMIT_ID_PROPERTY = "shadow-backfill.commit-id"
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit on a table: its version (Delta) or snapshot id (Iceberg) and our metadata."""
+
+    version: int
+    timestamp_ms: int | None
+    operation: str | None
+    properties: Mapping[str, str]
+
+
+class TableFormat(ABC):
+    """Reads and writes partitions of tables of one format on any Spark session (classic or Connect)."""
+
+    name: str = ""
+
+    @classmethod
+    def session_conf(cls, config: BackfillConfig) -> dict[str, str]:
+        """Settings a *classic* Spark session needs for this format (jars, catalogs, extensions)."""
+        return {}
+
+    def __init__(self, spark: SparkSession, scheme: PartitionScheme, base_dir: Path) -> None:
+        self.spark = spark
+        self.scheme = scheme
+        self.base_dir = base_dir
+
+    # ---- introspection ------------------------------------------------------------------------
+
+    @abstractmethod
+    def exists(self, table: str) -> bool: ...
+
+    @abstractmethod
+    def schema(self, table: str) -> StructType: ...
+
+    @abstractmethod
+    def partition_columns(self, table: str) -> list[str]: ...
+
+    @abstractmethod
+    def current_version(self, table: str) -> int | None:
+        """The table's current version (Delta) or snapshot id (Iceberg); None when empty."""
+
+    @abstractmethod
+    def history(self, table: str) -> list[Commit]:
+        """Commits, oldest first."""
+
+    def list_partitions(self, table: str) -> list[str]:
+        """Partition keys present in the table, ascending."""
+        return sorted(self.partition_row_counts(table), key=self.scheme.parse_key)
+
+    @abstractmethod
+    def partition_row_counts(self, table: str) -> dict[str, int]:
+        """Rows per partition key, from metadata where the format keeps it (no data scan)."""
+
+    # ---- reads --------------------------------------------------------------------------------
+
+    @abstractmethod
+    def read(self, table: str, version: int | None = None) -> DataFrame:
+        """The table, optionally as of a version/snapshot (time travel)."""
+
+    def read_partitions(self, table: str, keys: Sequence[str], version: int | None = None) -> DataFrame:
+        return self.read(table, version).filter(self.scheme.predicate(keys))
+
+    # ---- writes -------------------------------------------------------------------------------
+
+    @abstractmethod
+    def create(self, table: str, schema: StructType, partition_columns: Sequence[str]) -> None:
+        """Create an empty table; fails if it exists."""
+
+    def create_like(self, source: str, target: str, schema: StructType | None = None) -> None:
+        """Create `target` partitioned like `source`, with `schema` (default: source's schema)."""
+        self.create(target, schema or self.schema(source), self.partition_columns(source))
+
+    @abstractmethod
+    def _overwrite(self, table: str, df: DataFrame, keys: Sequence[str], properties: Mapping[str, str]) -> None:
+        """Replace exactly the partitions `keys` of `table` with `df` in one atomic commit."""
+
+    def overwrite_partitions(
+        self, table: str, df: DataFrame, keys: Sequence[str], properties: Mapping[str, str] | None = None
+    ) -> int:
+        """Replace exactly `keys` with `df` in one commit; return the version that commit made.
+
+        The commit carries a unique id in its metadata, so the version returned is the one this
+        call made even when other writers commit at the same time.
+        """
+        if not keys:
+            raise ValueError("overwrite_partitions needs at least one partition")
+        commit_id = uuid.uuid4().hex
+        props = {**(properties or {}), COMMIT_ID_PROPERTY: commit_id}
+        self._overwrite(table, df, keys, props)
+        return self.version_of_commit(table, commit_id)
+
+    def version_of_commit(self, table: str, commit_id: str) -> int:
+        for c in reversed(self.history(table)):
+            if c.properties.get(COMMIT_ID_PROPERTY) == commit_id:
+                return c.version
+        raise RuntimeError(f"commit {commit_id} not found in the history of {table}")
+
+    def describe(self, table: str) -> dict[str, Any]:
+        return {"format": self.name, "table": table, "version": self.current_version(table)}

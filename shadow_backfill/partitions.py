@@ -1,0 +1,213 @@
+"""Partition values: parsing, ranges, and predicates built from typed literals.
+
+A partition is a period (a day, an hour, a month). Its *key* is the canonical text the user
+types and the state store keeps ("2024-01-31", "2024-01-31T05", "2024-01"); its *value* is the
+typed Python object written to the partition column (date, datetime, str or int). Predicates
+are built from typed values, never by pasting user text into SQL, so a partition value cannot
+inject anything.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Union
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from shadow_backfill.config import PartitionSpec
+from shadow_backfill.errors import UsageError
+
+PartitionValue = Union[dt.date, dt.datetime, str, int]
+
+_KEY_FORMAT = {"daily": "%Y-%m-%d", "hourly": "%Y-%m-%dT%H", "monthly": "%Y-%m"}
+_DEFAULT_TYPE = {"daily": "date", "hourly": "timestamp", "monthly": "string"}
+_DEFAULT_STR_FORMAT = {"daily": "%Y-%m-%d", "hourly": "%Y-%m-%d-%H", "monthly": "%Y-%m"}
+_DEFAULT_INT_FORMAT = {"daily": "%Y%m%d", "hourly": "%Y%m%d%H", "monthly": "%Y%m"}
+
+
+def quote_identifier(name: str) -> str:
+    """Back-quote a column name for the rare places an API only takes SQL text."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def sql_literal(value: PartitionValue) -> str:
+    """Render a *typed* value as a Spark SQL literal.
+
+    Only used where an API accepts nothing but SQL text (Delta's `replaceWhere`). The value
+    was produced by :class:`PartitionScheme` from a parsed period, and strings are escaped, so
+    the text can only ever be one literal.
+    """
+    if isinstance(value, dt.datetime):
+        return f"TIMESTAMP'{value.strftime('%Y-%m-%d %H:%M:%S')}'"
+    if isinstance(value, dt.date):
+        return f"DATE'{value.isoformat()}'"
+    if isinstance(value, bool):
+        raise TypeError("booleans are not partition values")
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, str):
+        escaped = value.replace("\\", "\\\\").replace("'", "\\'")
+        return f"'{escaped}'"
+    raise TypeError(f"unsupported partition value type {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class PartitionScheme:
+    """Knows how one table's partition column is typed and how its periods are enumerated."""
+
+    column: str
+    granularity: str
+    type: str
+    format: str | None
+
+    @classmethod
+    def from_spec(cls, spec: PartitionSpec) -> PartitionScheme:
+        typ = spec.type or _DEFAULT_TYPE[spec.granularity]
+        fmt = spec.format
+        if typ == "string" and fmt is None:
+            fmt = _DEFAULT_STR_FORMAT[spec.granularity]
+        if typ == "int" and fmt is None:
+            fmt = _DEFAULT_INT_FORMAT[spec.granularity]
+        if typ == "timestamp" and spec.granularity != "hourly":
+            raise UsageError(f"partition.type 'timestamp' needs granularity 'hourly', not {spec.granularity!r}")
+        if typ == "date" and spec.granularity == "hourly":
+            raise UsageError("partition.type 'date' cannot hold hourly partitions")
+        return cls(spec.column, spec.granularity, typ, fmt)
+
+    # ---- keys <-> periods -------------------------------------------------------------------
+
+    def parse_key(self, text: str) -> dt.datetime:
+        """Parse user text into the period it names; the error names the bad value."""
+        t = text.strip()
+        try:
+            if self.granularity == "monthly":
+                period = dt.datetime.strptime(t[:7], "%Y-%m")
+                if len(t) not in (7, 10) or (len(t) == 10 and not t.endswith("-01")):
+                    raise ValueError
+            elif self.granularity == "daily":
+                if len(t) != 10:
+                    raise ValueError
+                period = dt.datetime.combine(dt.date.fromisoformat(t), dt.time())
+            else:
+                normal = t.replace(" ", "T")
+                if len(normal) == 13:
+                    period = dt.datetime.strptime(normal, "%Y-%m-%dT%H")
+                else:
+                    period = dt.datetime.fromisoformat(normal)
+                    if period.minute or period.second or period.microsecond or period.tzinfo:
+                        raise ValueError
+        except ValueError:
+            example = dt.datetime(2024, 1, 31, 5).strftime(_KEY_FORMAT[self.granularity])
+            raise UsageError(
+                f"partition {text!r} is not a valid {self.granularity} partition (expected like {example!r})"
+            ) from None
+        return period
+
+    def key(self, period: dt.datetime) -> str:
+        return period.strftime(_KEY_FORMAT[self.granularity])
+
+    def normalize(self, text: str) -> str:
+        return self.key(self.parse_key(text))
+
+    def value(self, key: str) -> PartitionValue:
+        """The typed value stored in the partition column for a key."""
+        period = self.parse_key(key)
+        if self.type == "date":
+            return period.date()
+        if self.type == "timestamp":
+            # Aware UTC, so PySpark converts it the same way whatever the machine's time zone.
+            return period.replace(tzinfo=dt.timezone.utc)
+        assert self.format is not None
+        rendered = period.strftime(self.format)
+        if self.type == "int":
+            try:
+                return int(rendered)
+            except ValueError:
+                raise UsageError(f"partition.format {self.format!r} does not render an integer") from None
+        return rendered
+
+    def column_text(self, key: str) -> str:
+        """What `CAST(column AS STRING)` yields for this partition (session time zone UTC)."""
+        v = self.value(key)
+        if isinstance(v, dt.datetime):
+            return v.strftime("%Y-%m-%d %H:%M:%S")
+        if isinstance(v, dt.date):
+            return v.isoformat()
+        return str(v)
+
+    def key_from_column_text(self, text: str | None) -> str | None:
+        """Map a column value, as Spark casts it to string, back to its key; None if it is no key."""
+        if text is None:
+            return None
+        try:
+            if self.type == "date":
+                period = dt.datetime.combine(dt.date.fromisoformat(text), dt.time())
+            elif self.type == "timestamp":
+                period = dt.datetime.strptime(text, "%Y-%m-%d %H:%M:%S")
+            else:
+                assert self.format is not None
+                period = dt.datetime.strptime(text, self.format)
+        except ValueError:
+            return None
+        key = self.key(period)
+        return key if self.column_text(key) == text else None
+
+    def _step(self, period: dt.datetime) -> dt.datetime:
+        if self.granularity == "daily":
+            return period + dt.timedelta(days=1)
+        if self.granularity == "hourly":
+            return period + dt.timedelta(hours=1)
+        y, m = (period.year + 1, 1) if period.month == 12 else (period.year, period.month + 1)
+        return period.replace(year=y, month=m)
+
+    def expand(self, start: str, end: str) -> list[str]:
+        """Every key from start to end, both included, ascending."""
+        a, b = self.parse_key(start), self.parse_key(end)
+        if b < a:
+            raise UsageError(f"range is reversed: --start {start} is after --end {end}")
+        out: list[str] = []
+        p = a
+        while p <= b:
+            out.append(self.key(p))
+            p = self._step(p)
+        return out
+
+    def select(
+        self,
+        *,
+        start: str | None = None,
+        end: str | None = None,
+        partitions: Iterable[str] | None = None,
+        default: Sequence[str] | None = None,
+    ) -> list[str]:
+        """Resolve the user's choice (a range, a list, or the config's list) to sorted, unique keys."""
+        if partitions is not None and (start or end):
+            raise UsageError("give either --partitions or --start/--end, not both")
+        if partitions is not None:
+            keys = [self.normalize(p) for p in partitions if p.strip()]
+        elif start or end:
+            if not (start and end):
+                raise UsageError("--start and --end go together")
+            keys = self.expand(start, end)
+        elif default:
+            keys = [self.normalize(p) for p in default]
+        else:
+            raise UsageError("no partitions selected: give --start/--end, --partitions, or partition.values")
+        keys = sorted(set(keys), key=self.parse_key)
+        if not keys:
+            raise UsageError("the partition selection is empty")
+        return keys
+
+    # ---- predicates ---------------------------------------------------------------------------
+
+    def predicate(self, keys: Sequence[str]) -> Column:
+        """`column IN (typed literals)` as a Column, for reads and Iceberg overwrites."""
+        return F.col(self.column).isin([F.lit(self.value(k)) for k in keys])
+
+    def sql_predicate(self, keys: Sequence[str]) -> str:
+        """The same predicate as SQL text, for APIs that only take text (Delta replaceWhere)."""
+        literals = ", ".join(sql_literal(self.value(k)) for k in keys)
+        return f"{quote_identifier(self.column)} IN ({literals})"

@@ -1,0 +1,92 @@
+"""Getting a Spark session from a config: embedded local Spark, any master, or Spark Connect.
+
+The product code only uses APIs that exist on both classic Spark and Spark Connect (no
+SparkContext, no JVM handles, no RDDs), so the same run works on either.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from shadow_backfill.config import BackfillConfig
+from shadow_backfill.errors import SessionError
+from shadow_backfill.formats import format_class
+
+_sail_lock = threading.Lock()
+_sail_server: Any = None
+
+# Settings that keep an embedded session quiet and deterministic; config `spark.conf` wins.
+DEFAULT_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "8",
+}
+
+
+def start_sail() -> str:
+    """Start (once per process) an embedded Sail Spark Connect server on loopback; return its URL."""
+    global _sail_server
+    with _sail_lock:
+        if _sail_server is None:
+            try:
+                from pysail.spark import SparkConnectServer
+            except ImportError:
+                raise SessionError("spark.remote is 'sail' but pysail is not installed (pip install pysail)") from None
+            server = SparkConnectServer(ip="127.0.0.1", port=0)
+            server.start(background=True)
+            _sail_server = server
+            atexit.register(server.stop)
+        host, port = _sail_server.listening_address
+        return f"sc://{host}:{port}"
+
+
+def is_connect(spark: Any) -> bool:
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def open_session(config: BackfillConfig) -> SparkSession:
+    """The session a config asks for; reuses the process's active session when there is one."""
+    remote = config.spark.remote
+    if remote:
+        url = start_sail() if remote == "sail" else remote
+        if not url.startswith("sc://"):
+            raise SessionError(f"spark.remote {remote!r} must be a Spark Connect URL (sc://host:port) or 'sail'")
+        try:
+            spark = SparkSession.builder.remote(url).getOrCreate()
+        except Exception as exc:
+            raise SessionError(f"cannot connect to Spark Connect at {url}: {exc}") from None
+        for k, v in {"spark.sql.session.timeZone": "UTC", **config.spark.conf}.items():
+            try:
+                spark.conf.set(k, v)
+            except Exception:
+                pass  # static settings cannot be changed on a running server
+        return spark
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    conf: dict[str, str] = dict(DEFAULT_CONF)
+    log4j = Path(__file__).with_name("resources") / "log4j2.properties"
+    conf["spark.driver.extraJavaOptions"] = f"-Dlog4j.configurationFile=file:{log4j}"
+    conf["spark.sql.warehouse.dir"] = str(config.warehouse / "spark")
+    conf.update(format_class(config.format).session_conf(config))
+    conf.update(config.spark.conf)
+    builder = SparkSession.builder.master(config.spark.master).appName("shadow-backfill")
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:
+        hint = ""
+        if "spark.jars.packages" in conf:
+            hint = (
+                f" It needed to download {conf['spark.jars.packages']} from Maven; "
+                "without network access put the jars in a folder and set spark.jars_dir."
+            )
+        raise SessionError(f"could not start Spark for format {config.format!r}: {exc}.{hint}") from None
+    return spark

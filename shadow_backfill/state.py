@@ -1,0 +1,230 @@
+"""The state store: what happened to every partition, in one SQL database.
+
+SQLite beside the warehouse by default; any SQLAlchemy URL (PostgreSQL) for a shared store.
+Each transition is one short transaction, so a killed process leaves at worst a partition
+marked `running`, which the next run treats as not written and redoes (the write itself is an
+idempotent partition overwrite).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import getpass
+import json
+import socket
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    Engine,
+    Float,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    event,
+    select,
+    update,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+
+PENDING, RUNNING, WRITTEN, FAILED = "pending", "running", "written", "failed"
+
+metadata = MetaData()
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("shadow_table", String(512), nullable=False, index=True),
+    Column("live_table", String(512), nullable=False),
+    Column("config_hash", String(64)),
+    Column("code_fingerprint", String(64)),
+    Column("status", String(16), nullable=False),
+    Column("user", String(128)),
+    Column("host", String(255)),
+    Column("args", Text),
+    Column("started_at", DateTime(timezone=True)),
+    Column("finished_at", DateTime(timezone=True)),
+)
+
+partitions = Table(
+    "partitions",
+    metadata,
+    Column("shadow_table", String(512), primary_key=True),
+    Column("partition", String(64), primary_key=True),
+    Column("status", String(16), nullable=False),
+    Column("rows", BigInteger),
+    Column("shadow_version", BigInteger),
+    Column("code_fingerprint", String(64)),
+    Column("run_id", String(64)),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("error", Text),
+    Column("started_at", DateTime(timezone=True)),
+    Column("finished_at", DateTime(timezone=True)),
+    Column("duration_s", Float),
+    Column("updated_at", DateTime(timezone=True)),
+)
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def _aware(v: dt.datetime | None) -> dt.datetime | None:
+    # SQLite drops the zone; everything we store is UTC.
+    return v.replace(tzinfo=dt.timezone.utc) if v is not None and v.tzinfo is None else v
+
+
+@dataclass(frozen=True)
+class PartitionRecord:
+    shadow_table: str
+    partition: str
+    status: str
+    rows: int | None
+    shadow_version: int | None
+    code_fingerprint: str | None
+    run_id: str | None
+    attempts: int
+    error: str | None
+    started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+    duration_s: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        for k in ("started_at", "finished_at"):
+            d[k] = d[k].isoformat() if d[k] else None
+        return d
+
+
+def _insert(engine: Engine, table: Table) -> Any:
+    """An INSERT that updates on key conflict, in the dialect at hand."""
+    if engine.dialect.name == "postgresql":
+        return postgresql.insert(table)
+    return sqlite.insert(table)
+
+
+class StateStore:
+    """All reads and writes of run and partition state go through here."""
+
+    def __init__(self, url: str) -> None:
+        if url.startswith("sqlite:///"):
+            Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        self.url = url
+        self.engine = create_engine(url, future=True)
+        if self.engine.dialect.name == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        metadata.create_all(self.engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # ---- runs ---------------------------------------------------------------------------------
+
+    def start_run(
+        self, run_id: str, *, shadow_table: str, live_table: str, config_hash: str, code_fingerprint: str,
+        args: Mapping[str, Any],
+    ) -> None:
+        with self.engine.begin() as c:
+            c.execute(
+                runs.insert().values(
+                    run_id=run_id, shadow_table=shadow_table, live_table=live_table, config_hash=config_hash,
+                    code_fingerprint=code_fingerprint, status=RUNNING, user=_user(), host=socket.gethostname(),
+                    args=json.dumps(dict(args), default=str), started_at=utcnow(),
+                )
+            )
+
+    def finish_run(self, run_id: str, status: str) -> None:
+        with self.engine.begin() as c:
+            c.execute(update(runs).where(runs.c.run_id == run_id).values(status=status, finished_at=utcnow()))
+
+    # ---- partitions ---------------------------------------------------------------------------
+
+    def records(self, shadow_table: str, keys: Iterable[str] | None = None) -> dict[str, PartitionRecord]:
+        q = select(partitions).where(partitions.c.shadow_table == shadow_table)
+        wanted = set(keys) if keys is not None else None
+        with self.engine.connect() as c:
+            rows = c.execute(q).mappings().all()
+        out = {}
+        for r in rows:
+            if wanted is not None and r["partition"] not in wanted:
+                continue
+            out[r["partition"]] = PartitionRecord(
+                shadow_table=r["shadow_table"], partition=r["partition"], status=r["status"], rows=r["rows"],
+                shadow_version=r["shadow_version"], code_fingerprint=r["code_fingerprint"], run_id=r["run_id"],
+                attempts=r["attempts"] or 0, error=r["error"], started_at=_aware(r["started_at"]),
+                finished_at=_aware(r["finished_at"]), duration_s=r["duration_s"],
+            )
+        return out
+
+    def mark_pending(self, shadow_table: str, keys: Sequence[str], run_id: str) -> None:
+        """Register partitions a run intends to write, without touching ones already known."""
+        if not keys:
+            return
+        now = utcnow()
+        with self.engine.begin() as c:
+            stmt = _insert(self.engine, partitions).values(
+                [
+                    {"shadow_table": shadow_table, "partition": k, "status": PENDING, "run_id": run_id,
+                     "attempts": 0, "updated_at": now}
+                    for k in keys
+                ]
+            )
+            c.execute(stmt.on_conflict_do_nothing(index_elements=["shadow_table", "partition"]))
+
+    def mark_running(self, shadow_table: str, keys: Sequence[str], run_id: str, fingerprint: str) -> None:
+        now = utcnow()
+        with self.engine.begin() as c:
+            c.execute(
+                update(partitions)
+                .where(partitions.c.shadow_table == shadow_table, partitions.c.partition.in_(list(keys)))
+                .values(status=RUNNING, run_id=run_id, code_fingerprint=fingerprint, error=None, started_at=now,
+                        finished_at=None, updated_at=now, attempts=partitions.c.attempts + 1)
+            )
+
+    def mark_written(
+        self, shadow_table: str, rows_by_key: Mapping[str, int], version: int, run_id: str, fingerprint: str,
+        duration_s: float,
+    ) -> None:
+        now = utcnow()
+        with self.engine.begin() as c:
+            for k, n in rows_by_key.items():
+                c.execute(
+                    update(partitions)
+                    .where(partitions.c.shadow_table == shadow_table, partitions.c.partition == k)
+                    .values(status=WRITTEN, rows=n, shadow_version=version, run_id=run_id,
+                            code_fingerprint=fingerprint, error=None, finished_at=now, updated_at=now,
+                            duration_s=duration_s)
+                )
+
+    def mark_failed(self, shadow_table: str, keys: Sequence[str], error: str, run_id: str) -> None:
+        now = utcnow()
+        with self.engine.begin() as c:
+            c.execute(
+                update(partitions)
+                .where(partitions.c.shadow_table == shadow_table, partitions.c.partition.in_(list(keys)))
+                .values(status=FAILED, error=error[:4000], run_id=run_id, finished_at=now, updated_at=now)
+            )
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.close()
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "unknown"
