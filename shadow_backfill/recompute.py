@@ -9,6 +9,7 @@ transition, so a rerun skips what is written and redoes anything else.
 from __future__ import annotations
 
 import math
+import random
 import threading
 import time
 import uuid
@@ -27,6 +28,8 @@ from shadow_backfill.formats import TableFormat
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.state import FAILED, WRITTEN, StateStore
 from shadow_backfill.transform import Transform
+
+MAX_COMMIT_CONFLICTS = 20
 
 ProgressCallback = Callable[[Sequence[str], str], None]
 
@@ -134,10 +137,14 @@ def count_rows_by_partition(df: DataFrame, scheme: PartitionScheme, keys: Sequen
         .limit(len(keys) + 1)
         .collect()
     )
-    stray = sorted(str(r["k"]) for r in rows if r["k"] not in expected)
+    stray = [r["k"] for r in rows if r["k"] not in expected]
     if stray:
-        nulls = "null" in [str(r["k"]) for r in rows if r["k"] is None]
-        detail = "rows with a null partition value" if nulls and len(stray) == 1 else f"rows for {stray[:5]}"
+        found = []
+        if None in stray:
+            found.append("rows with a null partition value")
+        if others := sorted(k for k in stray if k is not None):
+            found.append(f"rows for {others[:5]}")
+        detail = " and ".join(found)
         raise TransformError(
             f"{what} returned {detail} in column {scheme.column!r}, but was asked only for "
             f"{keys[0]}..{keys[-1]} ({len(keys)} partitions); nothing was written"
@@ -280,12 +287,18 @@ class Recompute:
             self._in_flight += 1
             result.peak_parallel = max(result.peak_parallel, self._in_flight)
         try:
-            attempt = 0
+            attempt = conflicts = 0
             while True:
                 started = time.monotonic()
                 try:
                     written, version = self._write_chunk(keys, shadow_schema)
                 except Exception as exc:
+                    if self.fmt.is_commit_conflict(exc) and conflicts < MAX_COMMIT_CONFLICTS:
+                        # Another chunk committed first: nothing of ours landed, so try again
+                        # without spending the user's retry budget.
+                        conflicts += 1
+                        time.sleep(random.uniform(0.05, 0.2) * conflicts)
+                        continue
                     retryable = not isinstance(exc, TransformError) or exc.retryable
                     if retryable and attempt < retries:
                         attempt += 1

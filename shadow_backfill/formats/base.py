@@ -118,5 +118,9 @@ class TableFormat(ABC):
                 return c.version
         raise RuntimeError(f"commit {commit_id} not found in the history of {table}")
 
+    def is_commit_conflict(self, exc: BaseException) -> bool:
+        """True when a write lost an optimistic-concurrency race and can simply be tried again."""
+        return False
+
     def describe(self, table: str) -> dict[str, Any]:
         return {"format": self.name, "table": table, "version": self.current_version(table)}

@@ -157,6 +157,11 @@ class DeltaFormat(TableFormat):
                 counts[key] = int(r["count"])
         return counts
 
+    def is_commit_conflict(self, exc: BaseException) -> bool:
+        # delta-spark: Concurrent*Exception; delta-rs based engines (Sail): "Failed to commit transaction"
+        text = f"{type(exc).__name__}: {exc}"
+        return "Concurrent" in text and "Exception" in text or "Failed to commit transaction" in text
+
     # ---- reads --------------------------------------------------------------------------------
 
     def read(self, table: str, version: int | None = None) -> DataFrame:
@@ -169,7 +174,7 @@ class DeltaFormat(TableFormat):
 
     def create(self, table: str, schema: StructType, partition_columns: Sequence[str]) -> None:
         empty = self.spark.createDataFrame([], schema)
-        empty.write.format("delta").partitionBy(*partition_columns).mode("errorifexists").save(self.path(table))
+        empty.write.format("delta").partitionBy(*partition_columns).mode("error").save(self.path(table))
 
     def _overwrite(self, table: str, df: DataFrame, keys: Sequence[str], properties: Mapping[str, str]) -> None:
         (

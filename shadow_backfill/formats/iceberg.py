@@ -119,6 +119,10 @@ class IcebergFormat(TableFormat):
                 out[key] = out.get(key, 0) + int(r["n"])
         return out
 
+    def is_commit_conflict(self, exc: BaseException) -> bool:
+        # Iceberg retries commits itself; one that still fails after its retries is a conflict.
+        return "CommitFailedException" in f"{type(exc).__name__}: {exc}"
+
     # ---- reads --------------------------------------------------------------------------------
 
     def read(self, table: str, version: int | None = None) -> DataFrame:

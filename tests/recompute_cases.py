@@ -1,0 +1,111 @@
+"""Recompute behaviour every table format must have; run by test_recompute_iceberg.py (classic
+Spark) and test_recompute_delta.py (Sail over Spark Connect)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import sb_test_transforms as t
+from chispa import assert_df_equality
+from conftest import END, START, MakeBackfill
+from pyspark.sql import functions as F
+
+from shadow_backfill import Backfill
+
+
+def _sorted(df):  # noqa: ANN001, ANN202
+    return df.orderBy("ds", "id")
+
+
+def assert_same_content(a, b) -> None:  # noqa: ANN001
+    assert_df_equality(_sorted(a), _sorted(b), ignore_row_order=True, ignore_nullable=True)
+
+
+def expected_v2(bf: Backfill, start: str = START, end: str = END):  # noqa: ANN201
+    keys = bf.scheme.expand(start, end)
+    return t.events_v2(bf.spark, [bf.scheme.value(k) for k in keys])
+
+
+def rerun_is_idempotent(make: MakeBackfill) -> None:
+    bf = make()
+    first = bf.run(START, END)
+    assert first.ok and len(first.written) == 10
+    assert first.written == {k: t.ROWS_PER_DAY for k in bf.scheme.expand(START, END)}
+    v1 = bf.table_format.current_version(bf.shadow_table)
+
+    again = bf.run(START, END)
+    assert again.written == {} and len(again.skipped) == 10
+    assert bf.table_format.current_version(bf.shadow_table) == v1, "a rerun without --force must write nothing"
+
+    forced = bf.run(START, END, force=True)
+    assert len(forced.written) == 10
+    shadow = bf.read_shadow()
+    assert shadow.count() == 10 * t.ROWS_PER_DAY
+    assert shadow.select("ds", "id").distinct().count() == shadow.count(), "duplicates after a forced rerun"
+    assert_same_content(shadow, expected_v2(bf))
+    # the live table is never touched by a recompute
+    assert_same_content(bf.read_live(), t.events(bf.spark, [bf.scheme.value(k) for k in bf.scheme.expand(START, END)]))
+
+
+def resumes_after_failure(make: MakeBackfill) -> None:
+    bf = make(transform={"function": "sb_test_transforms:flaky"})
+    t.FAIL_ON.clear()
+    t.FAIL_ON.add(dt.date(2024, 1, 6))
+    try:
+        first = bf.run(START, END, chunk_size=1)
+    finally:
+        t.FAIL_ON.clear()
+    assert set(first.failed) == {"2024-01-06"}
+    assert "injected failure" in first.failed["2024-01-06"]
+    assert len(first.written) == 9
+    statuses = {r.partition: r.status for r in bf.status()}
+    assert statuses["2024-01-06"] == "failed" and statuses["2024-01-05"] == "written"
+
+    second = bf.run(START, END, chunk_size=1)
+    assert second.ok and list(second.written) == ["2024-01-06"] and len(second.skipped) == 9
+    shadow = bf.read_shadow()
+    assert_same_content(shadow, t.events(bf.spark, [bf.scheme.value(k) for k in bf.scheme.expand(START, END)]))
+
+
+def chunked_equals_per_partition(make: MakeBackfill) -> None:
+    one = make()
+    one.run(START, END, chunk_size=1)
+    many = make(version="v3")
+    result = many.run(START, END, chunk_size=4)
+    assert [len(c) for c in result.chunks] == [4, 4, 2]
+    assert_same_content(one.read_shadow(), many.read_shadow())
+
+
+def out_of_partition_rows_refused(make: MakeBackfill) -> None:
+    bf = make(transform={"function": "sb_test_transforms:one_day_too_many"})
+    result = bf.run("2024-01-02", "2024-01-03", chunk_size=2)
+    assert set(result.failed) == {"2024-01-02", "2024-01-03"}
+    assert "2024-01-04" in result.failed["2024-01-02"] and "nothing was written" in result.failed["2024-01-02"]
+    assert bf.read_shadow().count() == 0, "refused rows must not reach the shadow table"
+
+
+def only_requested_partitions_are_replaced(make: MakeBackfill) -> None:
+    bf = make()
+    bf.run(START, END)
+    before = bf.read_shadow().filter(F.col("ds") != F.lit(dt.date(2024, 1, 3)))
+    before_rows = before.collect()
+    bf.run(partitions=["2024-01-03"], force=True)
+    after = bf.read_shadow().filter(F.col("ds") != F.lit(dt.date(2024, 1, 3)))
+    assert sorted(after.collect()) == sorted(before_rows)
+
+
+def wrong_schema_refused(make: MakeBackfill) -> None:
+    bf = make(transform={"function": "sb_test_transforms:wrong_schema"})
+    bf.table_format.create_like(bf.live_table, bf.shadow_table)  # shadow shaped like live (v1)
+    result = bf.run(START, "2024-01-02")
+    message = result.failed["2024-01-01"]
+    assert "missing columns ['cat']" in message
+    assert "amount (string instead of double)" in message
+    assert bf.read_shadow().count() == 0
+
+
+def null_partition_value_refused(make: MakeBackfill) -> None:
+    bf = make(transform={"function": "sb_test_transforms:null_partition"})
+    result = bf.run(START, "2024-01-02")
+    assert "null partition value" in result.failed["2024-01-01"]
+    assert not bf.table_format.exists(bf.shadow_table) or bf.read_shadow().count() == 0

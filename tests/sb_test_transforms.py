@@ -1,0 +1,80 @@
+"""Transforms used by the tests. Data comes from a hash of (id, ds), so it is deterministic
+whatever the chunking. Module-level knobs let a test inject failures or measure concurrency."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import threading
+import time
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+ROWS_PER_DAY = 5
+FAIL_ON: set[dt.date] = set()
+SLEEP_S = 0.0
+_lock = threading.Lock()
+in_flight = 0
+peak = 0
+
+
+def events(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    days = spark.createDataFrame([(d,) for d in partitions], "ds date")
+    ids = spark.range(ROWS_PER_DAY).withColumnRenamed("id", "id")
+    df = days.crossJoin(ids)
+    h = F.abs(F.xxhash64("id", "ds"))
+    return df.select(
+        F.col("id"),
+        (h % 1000 / 10.0).alias("amount"),
+        F.element_at(F.array(F.lit("a"), F.lit("b"), F.lit("c")), (h % 3 + 1).cast("int")).alias("cat"),
+        F.col("ds"),
+    )
+
+
+def events_v2(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    return events(spark, partitions).withColumn("amount", F.col("amount") * 2)
+
+
+def flaky(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    bad = FAIL_ON.intersection(partitions)
+    if bad:
+        raise RuntimeError(f"injected failure for {sorted(bad)}")
+    return events(spark, partitions)
+
+
+def tracked(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    """Counts how many transform calls are in flight at once (the runner's unit of work)."""
+    global in_flight, peak
+    with _lock:
+        in_flight += 1
+        peak = max(peak, in_flight)
+    try:
+        time.sleep(SLEEP_S)
+        return events(spark, partitions)
+    finally:
+        with _lock:
+            in_flight -= 1
+
+
+def slow(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    time.sleep(float(os.environ.get("SB_SLOW_SECONDS", "0")))
+    return events(spark, partitions)
+
+
+def one_day_too_many(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    extra = max(partitions) + dt.timedelta(days=1)
+    return events(spark, [*partitions, extra])
+
+
+def null_partition(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    df = events(spark, partitions)
+    return df.unionByName(df.limit(1).withColumn("ds", F.lit(None).cast("date")))
+
+
+def wrong_schema(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    return events(spark, partitions).withColumn("amount", F.col("amount").cast("string")).drop("cat")
+
+
+def not_a_dataframe(spark: SparkSession, partitions: list[dt.date]) -> object:
+    return [1, 2, 3]
