@@ -1,9 +1,9 @@
 """The Python API: one object per config, mirroring the CLI.
 
-    from shadow_backfill import Backfill
-    bf = Backfill.from_config("demo/backfill.yaml")
-    bf.run(start="2024-01-01", end="2024-01-31")
-    bf.read_shadow(["2024-01-05"]).show()
+from shadow_backfill import Backfill
+bf = Backfill.from_config("demo/backfill.yaml")
+bf.run(start="2024-01-01", end="2024-01-31")
+bf.read_shadow(["2024-01-05"]).show()
 """
 
 from __future__ import annotations
@@ -94,16 +94,27 @@ class Backfill:
     ) -> RunResult:
         """Recompute partitions into the shadow table (see `shadow-backfill run`)."""
         options = RunOptions(
-            start=start, end=end, partitions=partitions, max_parallel=max_parallel, chunk_size=chunk_size,
-            force=force, allow_code_change=allow_code_change,
+            start=start,
+            end=end,
+            partitions=partitions,
+            max_parallel=max_parallel,
+            chunk_size=chunk_size,
+            force=force,
+            allow_code_change=allow_code_change,
         )
         return self.recompute().run(options, on_progress=on_progress)
 
     def recompute(self) -> Recompute:
         return Recompute(self.config, self.spark, self.store, self.table_format, self.transform, self.scheme)
 
-    def plan(self, start: str | None = None, end: str | None = None, partitions: list[str] | None = None,
-             *, force: bool = False) -> tuple[list[str], list[str]]:
+    def plan(
+        self,
+        start: str | None = None,
+        end: str | None = None,
+        partitions: list[str] | None = None,
+        *,
+        force: bool = False,
+    ) -> tuple[list[str], list[str]]:
         """(requested, to_do) without running anything."""
         return self.recompute().plan(RunOptions(start=start, end=end, partitions=partitions, force=force))
 

@@ -15,7 +15,14 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from shadow_backfill.api import Backfill
@@ -74,8 +81,16 @@ def run(
 ) -> None:
     """Recompute partitions into the shadow table (resumable: written partitions are skipped)."""
     bf = Backfill.from_config(config)
-    result = run_with_progress(bf, start=start, end=end, partitions=_split(partitions), max_parallel=max_parallel,
-                               chunk_size=chunk_size, force=force, allow_code_change=allow_code_change)
+    result = run_with_progress(
+        bf,
+        start=start,
+        end=end,
+        partitions=_split(partitions),
+        max_parallel=max_parallel,
+        chunk_size=chunk_size,
+        force=force,
+        allow_code_change=allow_code_change,
+    )
     out.print(
         f"{bf.shadow_table}: {len(result.written)} written, {len(result.skipped)} skipped (already written), "
         f"{len(result.failed)} failed in {len(result.chunks)} chunk(s); shadow version {result.shadow_version}",
@@ -88,11 +103,18 @@ def run(
 
 
 def run_with_progress(bf: Backfill, **kwargs: Any) -> Any:
-    requested, to_do = bf.plan(kwargs.get("start"), kwargs.get("end"), kwargs.get("partitions"),
-                               force=kwargs.get("force", False))
+    _requested, to_do = bf.plan(
+        kwargs.get("start"), kwargs.get("end"), kwargs.get("partitions"), force=kwargs.get("force", False)
+    )
     with Progress(
-        SpinnerColumn(), TextColumn("[bold]recompute[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
-        TimeElapsedColumn(), console=console, transient=False, disable=not console.is_terminal,
+        SpinnerColumn(),
+        TextColumn("[bold]recompute[/] {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+        disable=not console.is_terminal,
     ) as progress:
         task = progress.add_task(bf.shadow_table, total=len(to_do))
 
@@ -120,10 +142,12 @@ def status(
     for r in rows:
         style = STATUS_STYLE.get(r["status"], "")
         table.add_row(
-            r["partition"], f"[{style}]{r['status']}[/]" if style else r["status"],
+            r["partition"],
+            f"[{style}]{r['status']}[/]" if style else r["status"],
             "" if r["rows"] is None else str(r["rows"]),
             "" if r["shadow_version"] is None else str(r["shadow_version"]),
-            str(r["attempts"]), "" if r["duration_s"] is None else f"{r['duration_s']:.1f}",
+            str(r["attempts"]),
+            "" if r["duration_s"] is None else f"{r['duration_s']:.1f}",
             (r["error"] or "")[:80],
         )
     out.print(table)

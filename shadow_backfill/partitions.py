@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Union
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -20,7 +19,7 @@ from pyspark.sql import functions as F
 from shadow_backfill.config import PartitionSpec
 from shadow_backfill.errors import UsageError
 
-PartitionValue = Union[dt.date, dt.datetime, str, int]
+PartitionValue = dt.date | dt.datetime | str | int
 
 _KEY_FORMAT = {"daily": "%Y-%m-%d", "hourly": "%Y-%m-%dT%H", "monthly": "%Y-%m"}
 _DEFAULT_TYPE = {"daily": "date", "hourly": "timestamp", "monthly": "string"}

@@ -111,8 +111,11 @@ def align_to_schema(df: DataFrame, schema: StructType, what: str) -> DataFrame:
     want = {f.name: f.dataType for f in schema.fields}
     missing = [c for c in want if c not in have]
     extra = [c for c in have if c not in want]
-    retyped = [f"{c} ({have[c].simpleString()} instead of {want[c].simpleString()})"
-               for c in want if c in have and have[c] != want[c]]
+    retyped = [
+        f"{c} ({have[c].simpleString()} instead of {want[c].simpleString()})"
+        for c in want
+        if c in have and have[c] != want[c]
+    ]
     problems = []
     if missing:
         problems.append(f"missing columns {missing}")
@@ -131,12 +134,7 @@ def count_rows_by_partition(df: DataFrame, scheme: PartitionScheme, keys: Sequen
     Only the grouped counts reach the driver (at most len(keys) + 1 rows), never the data.
     """
     expected = {scheme.column_text(k): k for k in keys}
-    rows = (
-        df.groupBy(F.col(scheme.column).cast("string").alias("k"))
-        .count()
-        .limit(len(keys) + 1)
-        .collect()
-    )
+    rows = df.groupBy(F.col(scheme.column).cast("string").alias("k")).count().limit(len(keys) + 1).collect()
     stray = [r["k"] for r in rows if r["k"] not in expected]
     if stray:
         found = []
@@ -193,11 +191,9 @@ class Recompute:
                 "or pass --allow-code-change to rewrite them with the new code"
             )
         to_do = [
-            k for k in requested
-            if options.force
-            or k not in records
-            or records[k].status != WRITTEN
-            or records[k].code_fingerprint != fp
+            k
+            for k in requested
+            if options.force or k not in records or records[k].status != WRITTEN or records[k].code_fingerprint != fp
         ]
         return requested, to_do
 
@@ -209,8 +205,12 @@ class Recompute:
         max_parallel = options.max_parallel or cfg.run.max_parallel
         retries = cfg.run.retries if options.retries is None else options.retries
         run_id = f"run-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
-        result = RunResult(run_id=run_id, requested=requested, skipped=[k for k in requested if k not in to_do],
-                           code_fingerprint=self.transform.fingerprint)
+        result = RunResult(
+            run_id=run_id,
+            requested=requested,
+            skipped=[k for k in requested if k not in to_do],
+            code_fingerprint=self.transform.fingerprint,
+        )
         if not to_do:
             result.shadow_version = self.fmt.current_version(self.shadow) if self.fmt.exists(self.shadow) else None
             return result
@@ -224,7 +224,10 @@ class Recompute:
         shadow_schema = self.fmt.schema(self.shadow)
 
         self.store.start_run(
-            run_id, shadow_table=self.shadow, live_table=cfg.live_table, config_hash=cfg.config_hash,
+            run_id,
+            shadow_table=self.shadow,
+            live_table=cfg.live_table,
+            config_hash=cfg.config_hash,
             code_fingerprint=self.transform.fingerprint,
             args={"partitions": len(to_do), "chunk_size": size, "max_parallel": max_parallel, "force": options.force},
         )
@@ -256,8 +259,11 @@ class Recompute:
         except Exception:
             rows_per_partition = None
         return choose_chunk_size(
-            n, max_parallel, rows_per_partition=rows_per_partition,
-            max_chunk=self.config.run.max_chunk_size, target_rows=self.config.run.target_rows_per_chunk,
+            n,
+            max_parallel,
+            rows_per_partition=rows_per_partition,
+            max_chunk=self.config.run.max_chunk_size,
+            target_rows=self.config.run.target_rows_per_chunk,
         )
 
     def _ensure_shadow(self, first_chunk: Sequence[str]) -> None:
@@ -323,7 +329,9 @@ class Recompute:
         df = align_to_schema(self.transform(self.spark, keys), shadow_schema, what)
         counts = count_rows_by_partition(df, self.scheme, keys, what)
         version = self.fmt.overwrite_partitions(
-            self.shadow, df, keys,
+            self.shadow,
+            df,
+            keys,
             {"shadow-backfill.kind": "recompute", "shadow-backfill.code-fingerprint": self.transform.fingerprint},
         )
         return counts, version

@@ -7,6 +7,7 @@ SparkContext, no JVM handles, no RDDs), so the same run works on either.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import threading
 from pathlib import Path
@@ -63,10 +64,8 @@ def open_session(config: BackfillConfig) -> SparkSession:
         except Exception as exc:
             raise SessionError(f"cannot connect to Spark Connect at {url}: {exc}") from None
         for k, v in {"spark.sql.session.timeZone": "UTC", **config.spark.conf}.items():
-            try:
+            with contextlib.suppress(Exception):  # static settings cannot change on a running server
                 spark.conf.set(k, v)
-            except Exception:
-                pass  # static settings cannot be changed on a running server
         return spark
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

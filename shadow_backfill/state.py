@@ -130,15 +130,28 @@ class StateStore:
     # ---- runs ---------------------------------------------------------------------------------
 
     def start_run(
-        self, run_id: str, *, shadow_table: str, live_table: str, config_hash: str, code_fingerprint: str,
+        self,
+        run_id: str,
+        *,
+        shadow_table: str,
+        live_table: str,
+        config_hash: str,
+        code_fingerprint: str,
         args: Mapping[str, Any],
     ) -> None:
         with self.engine.begin() as c:
             c.execute(
                 runs.insert().values(
-                    run_id=run_id, shadow_table=shadow_table, live_table=live_table, config_hash=config_hash,
-                    code_fingerprint=code_fingerprint, status=RUNNING, user=_user(), host=socket.gethostname(),
-                    args=json.dumps(dict(args), default=str), started_at=utcnow(),
+                    run_id=run_id,
+                    shadow_table=shadow_table,
+                    live_table=live_table,
+                    config_hash=config_hash,
+                    code_fingerprint=code_fingerprint,
+                    status=RUNNING,
+                    user=_user(),
+                    host=socket.gethostname(),
+                    args=json.dumps(dict(args), default=str),
+                    started_at=utcnow(),
                 )
             )
 
@@ -158,10 +171,18 @@ class StateStore:
             if wanted is not None and r["partition"] not in wanted:
                 continue
             out[r["partition"]] = PartitionRecord(
-                shadow_table=r["shadow_table"], partition=r["partition"], status=r["status"], rows=r["rows"],
-                shadow_version=r["shadow_version"], code_fingerprint=r["code_fingerprint"], run_id=r["run_id"],
-                attempts=r["attempts"] or 0, error=r["error"], started_at=_aware(r["started_at"]),
-                finished_at=_aware(r["finished_at"]), duration_s=r["duration_s"],
+                shadow_table=r["shadow_table"],
+                partition=r["partition"],
+                status=r["status"],
+                rows=r["rows"],
+                shadow_version=r["shadow_version"],
+                code_fingerprint=r["code_fingerprint"],
+                run_id=r["run_id"],
+                attempts=r["attempts"] or 0,
+                error=r["error"],
+                started_at=_aware(r["started_at"]),
+                finished_at=_aware(r["finished_at"]),
+                duration_s=r["duration_s"],
             )
         return out
 
@@ -173,8 +194,14 @@ class StateStore:
         with self.engine.begin() as c:
             stmt = _insert(self.engine, partitions).values(
                 [
-                    {"shadow_table": shadow_table, "partition": k, "status": PENDING, "run_id": run_id,
-                     "attempts": 0, "updated_at": now}
+                    {
+                        "shadow_table": shadow_table,
+                        "partition": k,
+                        "status": PENDING,
+                        "run_id": run_id,
+                        "attempts": 0,
+                        "updated_at": now,
+                    }
                     for k in keys
                 ]
             )
@@ -186,12 +213,25 @@ class StateStore:
             c.execute(
                 update(partitions)
                 .where(partitions.c.shadow_table == shadow_table, partitions.c.partition.in_(list(keys)))
-                .values(status=RUNNING, run_id=run_id, code_fingerprint=fingerprint, error=None, started_at=now,
-                        finished_at=None, updated_at=now, attempts=partitions.c.attempts + 1)
+                .values(
+                    status=RUNNING,
+                    run_id=run_id,
+                    code_fingerprint=fingerprint,
+                    error=None,
+                    started_at=now,
+                    finished_at=None,
+                    updated_at=now,
+                    attempts=partitions.c.attempts + 1,
+                )
             )
 
     def mark_written(
-        self, shadow_table: str, rows_by_key: Mapping[str, int], version: int, run_id: str, fingerprint: str,
+        self,
+        shadow_table: str,
+        rows_by_key: Mapping[str, int],
+        version: int,
+        run_id: str,
+        fingerprint: str,
         duration_s: float,
     ) -> None:
         now = utcnow()
@@ -200,9 +240,17 @@ class StateStore:
                 c.execute(
                     update(partitions)
                     .where(partitions.c.shadow_table == shadow_table, partitions.c.partition == k)
-                    .values(status=WRITTEN, rows=n, shadow_version=version, run_id=run_id,
-                            code_fingerprint=fingerprint, error=None, finished_at=now, updated_at=now,
-                            duration_s=duration_s)
+                    .values(
+                        status=WRITTEN,
+                        rows=n,
+                        shadow_version=version,
+                        run_id=run_id,
+                        code_fingerprint=fingerprint,
+                        error=None,
+                        finished_at=now,
+                        updated_at=now,
+                        duration_s=duration_s,
+                    )
                 )
 
     def mark_failed(self, shadow_table: str, keys: Sequence[str], error: str, run_id: str) -> None:

@@ -40,9 +40,7 @@ class Transform:
         except TransformError:
             raise
         except Exception as exc:
-            raise TransformError(
-                f"transform {self.name} raised {type(exc).__name__}: {exc}", retryable=True
-            ) from exc
+            raise TransformError(f"transform {self.name} raised {type(exc).__name__}: {exc}", retryable=True) from exc
         if not isinstance(df, DataFrame) and not _is_connect_dataframe(df):
             raise TransformError(f"transform {self.name} returned {type(df).__name__}, not a Spark DataFrame")
         return df

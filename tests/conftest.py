@@ -35,9 +35,11 @@ def base_config(fmt: str, warehouse: Path, **overrides: Any) -> dict[str, Any]:
     ns = "t" + uuid.uuid4().hex[:10]
     if fmt == "iceberg":
         live = f"local.{ns}.events"
-        spark: dict[str, Any] = {"master": "local[2]", "warehouse": str(warehouse),
-                                 "conf": {"spark.sql.shuffle.partitions": "2",
-                                          "spark.default.parallelism": "2"}}
+        spark: dict[str, Any] = {
+            "master": "local[2]",
+            "warehouse": str(warehouse),
+            "conf": {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
+        }
     else:
         live = str(warehouse / ns / "events")
         spark = {"remote": "sail", "warehouse": str(warehouse)}
@@ -52,7 +54,9 @@ def base_config(fmt: str, warehouse: Path, **overrides: Any) -> dict[str, Any]:
         "run": {"max_parallel": 2, "retries": 0, "retry_backoff_s": 0},
     }
     for k, v in overrides.items():
-        if isinstance(v, dict) and isinstance(cfg.get(k), dict):
+        if k == "transform":
+            cfg[k] = {"python_path": [str(TESTS)], **v}
+        elif isinstance(v, dict) and isinstance(cfg.get(k), dict):
             cfg[k] = {**cfg[k], **v}
         else:
             cfg[k] = v
@@ -108,9 +112,10 @@ def make_backfill(tmp_path: Path, warehouse: Path, spark: Any) -> MakeBackfill:
 def sail_spark(warehouse: Path) -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
-    if SparkSession.getActiveSession() is not None and "connect" not in type(
-        SparkSession.getActiveSession()
-    ).__module__:
+    if (
+        SparkSession.getActiveSession() is not None
+        and "connect" not in type(SparkSession.getActiveSession()).__module__
+    ):
         pytest.fail("Sail tests must run in their own process: pytest -m sail")
     from shadow_backfill.config import parse_config
     from shadow_backfill.session import open_session

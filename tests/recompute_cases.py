@@ -13,15 +13,15 @@ from pyspark.sql import functions as F
 from shadow_backfill import Backfill
 
 
-def _sorted(df):  # noqa: ANN001, ANN202
+def _sorted(df):
     return df.orderBy("ds", "id")
 
 
-def assert_same_content(a, b) -> None:  # noqa: ANN001
+def assert_same_content(a, b) -> None:
     assert_df_equality(_sorted(a), _sorted(b), ignore_row_order=True, ignore_nullable=True)
 
 
-def expected_v2(bf: Backfill, start: str = START, end: str = END):  # noqa: ANN201
+def expected_v2(bf: Backfill, start: str = START, end: str = END):
     keys = bf.scheme.expand(start, end)
     return t.events_v2(bf.spark, [bf.scheme.value(k) for k in keys])
 

@@ -46,6 +46,7 @@ def demo_config(fmt: str, days: int) -> dict[str, object]:
 
 def expectation_suite() -> dict[str, object]:
     """A GX 1.x suite for the demo features (stored as JSON, loaded by the validation gate)."""
+
     def exp(kind: str, **kwargs: object) -> dict[str, object]:
         return {"type": kind, "kwargs": kwargs, "meta": {}}
 
@@ -100,4 +101,3 @@ def seed_live_table(cfg_path: Path, days: int) -> Backfill:
     fmt.create(bf.live_table, df.schema, [bf.scheme.column])
     fmt.overwrite_partitions(bf.live_table, df, keys, {"shadow-backfill.kind": "demo-seed"})
     return bf
-

@@ -41,9 +41,13 @@ def _base(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
 def features_v1(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
     df = _base(spark, partitions)
     return df.select(
-        "entity_id", "country", "sessions", "spend",
+        "entity_id",
+        "country",
+        "sessions",
+        "spend",
         (F.col("spend") / F.greatest(F.col("sessions"), F.lit(1))).alias("spend_per_session"),
-        "score", "ds",
+        "score",
+        "ds",
     )
 
 
@@ -53,7 +57,11 @@ def features_v2(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
     df = df.filter(~(bad & (F.col("country") == "BR")))
     df = df.withColumn("score", F.when(bad & (_unit("n") < 0.35), F.lit(None)).otherwise(F.col("score")))
     return df.select(
-        "entity_id", "country", "sessions", "spend",
+        "entity_id",
+        "country",
+        "sessions",
+        "spend",
         (F.col("spend") / F.greatest(F.col("sessions"), F.lit(1))).alias("spend_per_session"),
-        "score", "ds",
+        "score",
+        "ds",
     )

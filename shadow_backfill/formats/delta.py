@@ -145,7 +145,7 @@ class DeltaFormat(TableFormat):
             values = actions.get(f"partition.{col}", [])
             records = actions.get("num_records", [None] * len(values))
             if None not in records:
-                for v, n in zip(values, records):
+                for v, n in zip(values, records, strict=False):
                     key = self.scheme.key_from_column_text(None if v is None else _column_text(v))
                     if key is not None:
                         counts[key] = counts.get(key, 0) + int(n)
@@ -160,7 +160,7 @@ class DeltaFormat(TableFormat):
     def is_commit_conflict(self, exc: BaseException) -> bool:
         # delta-spark: Concurrent*Exception; delta-rs based engines (Sail): "Failed to commit transaction"
         text = f"{type(exc).__name__}: {exc}"
-        return "Concurrent" in text and "Exception" in text or "Failed to commit transaction" in text
+        return ("Concurrent" in text and "Exception" in text) or "Failed to commit transaction" in text
 
     # ---- reads --------------------------------------------------------------------------------
 

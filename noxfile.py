@@ -1,0 +1,29 @@
+"""Developer sessions. They run in the current environment (`pip install -e '.[dev]'` first):
+the test suite needs a JVM and jars that a fresh nox virtualenv would only download again."""
+
+from __future__ import annotations
+
+import os
+
+import nox
+
+nox.options.sessions = ["tests", "lint", "typecheck"]
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+@nox.session(python=False)
+def tests(session: nox.Session) -> None:
+    """Classic Spark (Iceberg) tests, then the Sail (Delta over Spark Connect) tests in their own
+    process: one Python process cannot hold both kinds of Spark session."""
+    session.run("python", "-m", "pytest", "-m", "not sail", *session.posargs)
+    session.run("python", "-m", "pytest", "-m", "sail", *session.posargs)
+
+
+@nox.session(python=False)
+def lint(session: nox.Session) -> None:
+    session.run("ruff", "check", "shadow_backfill", "tests", "bench", "noxfile.py")
+
+
+@nox.session(python=False)
+def typecheck(session: nox.Session) -> None:
+    session.run("mypy", "shadow_backfill")

@@ -1,0 +1,137 @@
+"""Config validation and partition arithmetic: no Spark job runs here."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from shadow_backfill.cli import app
+from shadow_backfill.config import PartitionSpec, load_config
+from shadow_backfill.errors import ConfigError, UsageError
+from shadow_backfill.partitions import PartitionScheme, sql_literal
+from shadow_backfill.recompute import choose_chunk_size
+
+GOOD = {
+    "live_table": "local.db.features",
+    "format": "iceberg",
+    "partition": {"column": "ds"},
+    "transform": {"function": "mod:fn"},
+}
+
+
+def write(tmp_path: Path, data: object) -> Path:
+    p = tmp_path / "c.yaml"
+    p.write_text(yaml.safe_dump(data))
+    return p
+
+
+def test_good_config_defaults(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, GOOD))
+    assert cfg.shadow == "local.db.features_v2"
+    assert cfg.warehouse == tmp_path / "warehouse"
+    assert cfg.state_url == f"sqlite:///{tmp_path / 'warehouse' / 'shadow_backfill_state.db'}"
+    assert cfg.run.max_parallel == 2 and cfg.run.chunk_size == "auto"
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "words"),
+    [
+        ({"live_table": None}, "live_table", "Field required"),
+        ({"live_table": 5}, "live_table", "string"),
+        ({"format": "parquet"}, "format", "'iceberg' or 'delta'"),
+        ({"partition": {"column": "ds", "granularity": "weekly"}}, "partition.granularity", "daily"),
+        ({"run": {"max_parallel": 0}}, "run.max_parallel", "greater than 0"),
+        ({"run": {"max_parallel": "many"}}, "run.max_parallel", "integer"),
+        ({"transform": {}}, "transform", "exactly one"),
+        ({"transform": {"function": "no_colon"}}, "transform", "module:function"),
+        ({"live_table": "local.db.x; DROP TABLE y"}, "(top level)", "identifier"),
+        ({"keys": ["id; drop"]}, "keys", "plain column name"),
+        ({"colour": "blue"}, "colour", "Extra inputs"),
+    ],
+)
+def test_config_errors_name_the_field(tmp_path: Path, change: dict, field: str, words: str) -> None:
+    data = {**GOOD, **change}
+    data = {k: v for k, v in data.items() if v is not None}
+    with pytest.raises(ConfigError) as err:
+        load_config(write(tmp_path, data))
+    assert f"field '{field}'" in str(err.value) and words in str(err.value)
+    assert str(tmp_path / "c.yaml") in str(err.value)
+
+
+def test_missing_and_malformed_files(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("live_table: [unclosed")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+
+
+def test_cli_config_error_exits_2_with_one_line(tmp_path: Path) -> None:
+    p = write(tmp_path, {**GOOD, "format": "orc"})
+    result = CliRunner().invoke(app, ["run", str(p), "--start", "2024-01-01", "--end", "2024-01-02"])
+    assert result.exit_code == 2
+    assert "field 'format'" in result.output
+
+
+def test_help_lists_commands() -> None:
+    result = CliRunner().invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for cmd in ("run", "status", "demo"):
+        assert cmd in result.output
+
+
+def scheme(**kw: object) -> PartitionScheme:
+    return PartitionScheme.from_spec(PartitionSpec(column="ds", **kw))  # type: ignore[arg-type]
+
+
+def test_daily_range_and_reversed_range() -> None:
+    s = scheme()
+    assert s.expand("2024-02-27", "2024-03-01") == ["2024-02-27", "2024-02-28", "2024-02-29", "2024-03-01"]
+    with pytest.raises(UsageError, match="reversed"):
+        s.expand("2024-01-02", "2024-01-01")
+    with pytest.raises(UsageError, match="'2024-13-01' is not a valid daily partition"):
+        s.select(start="2024-13-01", end="2024-12-31")
+    with pytest.raises(UsageError, match="either --partitions or"):
+        s.select(start="2024-01-01", end="2024-01-02", partitions=["2024-01-01"])
+    assert s.select(partitions=["2024-01-03", "2024-01-01", "2024-01-03"]) == ["2024-01-01", "2024-01-03"]
+
+
+def test_hourly_and_monthly() -> None:
+    h = scheme(granularity="hourly")
+    assert h.expand("2024-01-01T22", "2024-01-02 01:00") == [
+        "2024-01-01T22",
+        "2024-01-01T23",
+        "2024-01-02T00",
+        "2024-01-02T01",
+    ]
+    assert h.value("2024-01-01T22") == dt.datetime(2024, 1, 1, 22, tzinfo=dt.timezone.utc)
+    assert h.column_text("2024-01-01T22") == "2024-01-01 22:00:00"
+    assert h.key_from_column_text("2024-01-01 22:00:00") == "2024-01-01T22"
+    m = scheme(granularity="monthly")
+    assert m.expand("2023-11", "2024-02") == ["2023-11", "2023-12", "2024-01", "2024-02"]
+    assert m.value("2024-02") == "2024-02"
+    i = scheme(granularity="daily", type="int")
+    assert i.value("2024-02-03") == 20240203 and i.key_from_column_text("20240203") == "2024-02-03"
+    assert i.key_from_column_text("garbage") is None
+
+
+def test_sql_literals_cannot_inject() -> None:
+    assert sql_literal(dt.date(2024, 1, 2)) == "DATE'2024-01-02'"
+    assert sql_literal("x' OR '1'='1") == "'x\\' OR \\'1\\'=\\'1'"
+    assert sql_literal(7) == "7"
+    s = scheme(type="string", format="%Y-%m-%d'")
+    assert s.sql_predicate(["2024-01-02"]) == "`ds` IN ('2024-01-02\\'')"
+    with pytest.raises(UsageError):
+        scheme().normalize("2024-01-01' OR 1=1 --")
+
+
+def test_chunk_size_rule() -> None:
+    assert choose_chunk_size(2, 4) == 1
+    assert choose_chunk_size(180, 2) == 23  # ceil(180 / 8)
+    assert choose_chunk_size(1000, 2) == 31  # capped
+    assert choose_chunk_size(180, 2, rows_per_partition=1_000_000) == 5  # 5M rows per job
