@@ -21,7 +21,8 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=False)
 def lint(session: nox.Session) -> None:
-    session.run("ruff", "check", "shadow_backfill", "tests", "bench", "noxfile.py")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
 
 
 @nox.session(python=False)

@@ -109,3 +109,25 @@ def null_partition_value_refused(make: MakeBackfill) -> None:
     result = bf.run(START, "2024-01-02")
     assert "null partition value" in result.failed["2024-01-01"]
     assert not bf.table_format.exists(bf.shadow_table) or bf.read_shadow().count() == 0
+
+
+def versions_history_and_time_travel(make: MakeBackfill) -> None:
+    bf = make()
+    fmt = bf.table_format
+    first = bf.run(START, "2024-01-03", chunk_size=3)
+    v_first = first.shadow_version
+    assert v_first is not None and fmt.current_version(bf.shadow_table) == v_first
+    assert {r.shadow_version for r in bf.status()} == {v_first}
+    assert fmt.list_partitions(bf.shadow_table) == ["2024-01-01", "2024-01-02", "2024-01-03"]
+    assert fmt.partition_row_counts(bf.live_table) == {k: t.ROWS_PER_DAY for k in bf.scheme.expand(START, END)}
+
+    bf.run(partitions=["2024-01-02"], force=True, chunk_size=1)
+    v_second = fmt.current_version(bf.shadow_table)
+    assert v_second != v_first
+    commits = fmt.history(bf.shadow_table)
+    ours = [c for c in commits if c.properties.get("shadow-backfill.kind") == "recompute"]
+    assert [c.version for c in ours][-2:] == [v_first, v_second]
+    assert ours[-1].properties["shadow-backfill.code-fingerprint"] == bf.transform.fingerprint
+    # time travel: the first version still has the same content for every partition
+    assert_same_content(bf.read_shadow(version=v_first), bf.read_shadow(version=v_second))
+    assert bf.read_shadow(["2024-01-02"], version=v_first).count() == t.ROWS_PER_DAY

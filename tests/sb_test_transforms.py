@@ -20,7 +20,7 @@ peak = 0
 
 
 def events(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
-    days = spark.createDataFrame([(d,) for d in partitions], "ds date")
+    days = spark.range(1).select(F.explode(F.array(*[F.lit(d) for d in partitions])).alias("ds"))
     ids = spark.range(ROWS_PER_DAY).withColumnRenamed("id", "id")
     df = days.crossJoin(ids)
     h = F.abs(F.xxhash64("id", "ds"))

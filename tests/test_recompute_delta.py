@@ -35,3 +35,7 @@ def test_wrong_schema_refused(make_delta_backfill: MakeBackfill) -> None:
 
 def test_null_partition_value_refused(make_delta_backfill: MakeBackfill) -> None:
     cases.null_partition_value_refused(make_delta_backfill)
+
+
+def test_versions_history_and_time_travel(make_delta_backfill: MakeBackfill) -> None:
+    cases.versions_history_and_time_travel(make_delta_backfill)

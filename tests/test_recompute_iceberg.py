@@ -32,3 +32,7 @@ def test_wrong_schema_refused(make_backfill: MakeBackfill) -> None:
 
 def test_null_partition_value_refused(make_backfill: MakeBackfill) -> None:
     cases.null_partition_value_refused(make_backfill)
+
+
+def test_versions_history_and_time_travel(make_backfill: MakeBackfill) -> None:
+    cases.versions_history_and_time_travel(make_backfill)

@@ -26,7 +26,8 @@ def _unit(seed: str) -> Column:
 
 
 def _base(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
-    days = spark.createDataFrame([(d,) for d in partitions], "ds date")
+    # Built from literals in the JVM: no Python worker starts for the partition list.
+    days = spark.range(1).select(F.explode(F.array(*[F.lit(d) for d in partitions])).alias("ds"))
     entities = spark.range(ENTITIES).withColumnRenamed("id", "entity_id")
     df = days.crossJoin(entities)
     country = F.element_at(F.array(*[F.lit(c) for c in COUNTRIES]), (F.floor(_unit("c") * 5) + 1).cast("int"))
@@ -38,8 +39,7 @@ def _base(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
     )
 
 
-def features_v1(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
-    df = _base(spark, partitions)
+def _features(df: DataFrame) -> DataFrame:
     return df.select(
         "entity_id",
         "country",
@@ -49,6 +49,10 @@ def features_v1(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
         "score",
         "ds",
     )
+
+
+def features_v1(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    return _features(_base(spark, partitions))
 
 
 def features_v2(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
@@ -56,12 +60,4 @@ def features_v2(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
     bad = F.col("ds").isin([F.lit(d) for d in BAD_DAYS])
     df = df.filter(~(bad & (F.col("country") == "BR")))
     df = df.withColumn("score", F.when(bad & (_unit("n") < 0.35), F.lit(None)).otherwise(F.col("score")))
-    return df.select(
-        "entity_id",
-        "country",
-        "sessions",
-        "spend",
-        (F.col("spend") / F.greatest(F.col("sessions"), F.lit(1))).alias("spend_per_session"),
-        "score",
-        "ds",
-    )
+    return _features(df)

@@ -6,6 +6,7 @@ lives in its own module and no other module knows about Iceberg or Delta specifi
 
 from __future__ import annotations
 
+import glob
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -14,12 +15,30 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from shadow_backfill.config import BackfillConfig
+from shadow_backfill.errors import SessionError
 from shadow_backfill.partitions import PartitionScheme
 
 COMMIT_ID_PROPERTY = "shadow-backfill.commit-id"
+
+
+def empty_frame(spark: SparkSession, schema: StructType) -> DataFrame:
+    """An empty DataFrame of `schema` built in the JVM (createDataFrame([]) would start Python workers)."""
+    return spark.range(0).select(*[F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields])
+
+
+def user_jars(config: BackfillConfig) -> str | None:
+    """The jars in `spark.jars_dir` as a `spark.jars` value; None when no folder is configured."""
+    if config.spark.jars_dir is None:
+        return None
+    jars_dir = config.resolve(config.spark.jars_dir)
+    jars = sorted(glob.glob(str(jars_dir / "*.jar")))
+    if not jars:
+        raise SessionError(f"spark.jars_dir {str(jars_dir)!r} holds no .jar files")
+    return ",".join(jars)
 
 
 @dataclass(frozen=True)

@@ -10,19 +10,19 @@ Delta log through `deltalake` (delta-rs) when it can open the path, else from De
 from __future__ import annotations
 
 import datetime as dt
-import glob
 import json
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import SessionError
-from shadow_backfill.formats.base import Commit, TableFormat
+from shadow_backfill.formats.base import Commit, TableFormat, empty_frame, user_jars
 
 DELTA_EXTENSIONS = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -59,12 +59,8 @@ class DeltaFormat(TableFormat):
         """Jars: a user folder if given, else delta-spark's own Maven coordinates (as
         `configure_spark_with_delta_pip` sets them), which need Maven to be reachable."""
         conf = dict(DELTA_EXTENSIONS)
-        if config.spark.jars_dir is not None:
-            jars_dir = config.resolve(config.spark.jars_dir)
-            jars = sorted(glob.glob(str(jars_dir / "*.jar")))
-            if not jars:
-                raise SessionError(f"spark.jars_dir {str(jars_dir)!r} holds no .jar files")
-            conf["spark.jars"] = ",".join(jars)
+        if (jars := user_jars(config)) is not None:
+            conf["spark.jars"] = jars
             return conf
         try:
             version = metadata.version("delta-spark")
@@ -141,10 +137,11 @@ class DeltaFormat(TableFormat):
         log = _delta_log(self.path(table))
         counts: dict[str, int] = {}
         if log is not None:
-            actions = log.get_add_actions(flatten=True).to_pydict()
+            # deltalake >= 1.0 returns an arro3 table; pyarrow reads it through the Arrow C stream.
+            actions = pa.table(log.get_add_actions(flatten=True)).to_pydict()
             values = actions.get(f"partition.{col}", [])
             records = actions.get("num_records", [None] * len(values))
-            if None not in records:
+            if values and None not in records:
                 for v, n in zip(values, records, strict=False):
                     key = self.scheme.key_from_column_text(None if v is None else _column_text(v))
                     if key is not None:
@@ -173,7 +170,7 @@ class DeltaFormat(TableFormat):
     # ---- writes -------------------------------------------------------------------------------
 
     def create(self, table: str, schema: StructType, partition_columns: Sequence[str]) -> None:
-        empty = self.spark.createDataFrame([], schema)
+        empty = empty_frame(self.spark, schema)
         empty.write.format("delta").partitionBy(*partition_columns).mode("error").save(self.path(table))
 
     def _overwrite(self, table: str, df: DataFrame, keys: Sequence[str], properties: Mapping[str, str]) -> None:

@@ -18,8 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from shadow_backfill.config import BackfillConfig
-from shadow_backfill.errors import SessionError
-from shadow_backfill.formats.base import Commit, TableFormat
+from shadow_backfill.formats.base import Commit, TableFormat, empty_frame, user_jars
 
 ICEBERG_VERSION = "1.10.0"
 
@@ -50,12 +49,8 @@ class IcebergFormat(TableFormat):
     def session_conf(cls, config: BackfillConfig) -> dict[str, str]:
         """Jars: a user folder if given, else the bundled wheel, else Maven coordinates."""
         conf: dict[str, str] = {}
-        if config.spark.jars_dir is not None:
-            jars_dir = config.resolve(config.spark.jars_dir)
-            jars = sorted(glob.glob(str(jars_dir / "*.jar")))
-            if not jars:
-                raise SessionError(f"spark.jars_dir {str(jars_dir)!r} holds no .jar files")
-            conf["spark.jars"] = ",".join(jars)
+        if (jars := user_jars(config)) is not None:
+            conf["spark.jars"] = jars
         elif (jar := _bundled_runtime_jar()) is not None:
             conf["spark.jars"] = jar
         else:
@@ -134,7 +129,7 @@ class IcebergFormat(TableFormat):
     # ---- writes -------------------------------------------------------------------------------
 
     def create(self, table: str, schema: StructType, partition_columns: Sequence[str]) -> None:
-        writer = self.spark.createDataFrame([], schema).writeTo(table).using("iceberg")
+        writer = empty_frame(self.spark, schema).writeTo(table).using("iceberg")
         if partition_columns:
             writer = writer.partitionedBy(*[F.col(p) for p in partition_columns])
         writer.create()
