@@ -22,7 +22,7 @@ from pyspark.sql.types import StructType
 
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import SessionError
-from shadow_backfill.formats.base import Commit, TableFormat, empty_frame, user_jars
+from shadow_backfill.formats.base import COMMIT_ID_PROPERTY, Commit, TableFormat, empty_frame, user_jars
 
 DELTA_EXTENSIONS = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -108,14 +108,25 @@ class DeltaFormat(TableFormat):
         commits = self.history(table)
         return commits[-1].version if commits else None
 
-    def history(self, table: str) -> list[Commit]:
+    def version_of_commit(self, table: str, commit_id: str) -> int:
+        # Our commit is almost always among the newest few: look there before reading it all.
+        for commits in (self.history(table, limit=64), self.history(table)):
+            for c in reversed(commits):
+                if c.properties.get(COMMIT_ID_PROPERTY) == commit_id:
+                    return c.version
+        raise RuntimeError(f"commit {commit_id} not found in the history of {table}")
+
+    def history(self, table: str, limit: int | None = None) -> list[Commit]:
         log = _delta_log(self.path(table))
         if log is not None:
             entries = [
-                (e["version"], e.get("timestamp"), e.get("operation"), e.get("userMetadata")) for e in log.history()
+                (e["version"], e.get("timestamp"), e.get("operation"), e.get("userMetadata"))
+                for e in log.history(limit=limit)
             ]
         else:
-            rows = self.spark.sql(f"DESCRIBE HISTORY delta.`{self.path(table)}`").collect()
+            rows = self.spark.sql(
+                f"DESCRIBE HISTORY delta.`{self.path(table)}`" + (f" LIMIT {int(limit)}" if limit else "")
+            ).collect()
             entries = [
                 (r["version"], int(r["timestamp"].timestamp() * 1000), r["operation"], r["userMetadata"]) for r in rows
             ]

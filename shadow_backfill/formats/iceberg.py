@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from shadow_backfill.config import BackfillConfig
-from shadow_backfill.formats.base import Commit, TableFormat, empty_frame, user_jars
+from shadow_backfill.formats.base import COMMIT_ID_PROPERTY, Commit, TableFormat, empty_frame, user_jars
 
 ICEBERG_VERSION = "1.10.0"
 
@@ -99,6 +99,18 @@ class IcebergFormat(TableFormat):
             )
             for r in rows
         ]
+
+    def version_of_commit(self, table: str, commit_id: str) -> int:
+        # Filter in Spark: only the one matching snapshot reaches the driver, however long the history.
+        rows = (
+            self.spark.table(f"{table}.snapshots")
+            .filter(F.col("summary").getItem(COMMIT_ID_PROPERTY) == F.lit(commit_id))
+            .select("snapshot_id")
+            .collect()
+        )
+        if not rows:
+            raise RuntimeError(f"commit {commit_id} not found in the snapshots of {table}")
+        return int(rows[0][0])
 
     def partition_row_counts(self, table: str) -> dict[str, int]:
         col = self.scheme.column
