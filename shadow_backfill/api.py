@@ -20,8 +20,9 @@ from shadow_backfill.formats import TableFormat, format_for
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.recompute import ProgressCallback, Recompute, RunOptions, RunResult
 from shadow_backfill.session import open_session
-from shadow_backfill.state import PartitionRecord, StateStore
+from shadow_backfill.state import PartitionRecord, StateStore, VerdictRecord
 from shadow_backfill.transform import Transform, load_transform
+from shadow_backfill.validate import ValidationResult, Validator
 
 
 class Backfill:
@@ -124,4 +125,25 @@ class Backfill:
         return [recs[k] for k in sorted(recs, key=self.scheme.parse_key)]
 
     def status_rows(self) -> list[dict[str, Any]]:
-        return [r.as_dict() for r in self.status()]
+        """Status records with the latest verdict of each partition (None until validated)."""
+        verdicts = self.store.verdicts(self.shadow_table)
+        rows = []
+        for r in self.status():
+            row = r.as_dict()
+            v = verdicts.get(r.partition)
+            row["verdict"] = v.verdict if v else None
+            row["validated_version"] = v.partition_version if v else None
+            rows.append(row)
+        return rows
+
+    def validate(
+        self, start: str | None = None, end: str | None = None, partitions: list[str] | None = None
+    ) -> ValidationResult:
+        """Run the validation gate (see `shadow-backfill validate`); verdicts go to the state store."""
+        validator = Validator(self.config, self.spark, self.store, self.table_format, self.scheme)
+        return validator.run(validator.select(start, end, partitions))
+
+    def verdicts(self) -> list[VerdictRecord]:
+        """The stored verdicts, ascending by partition."""
+        recs = self.store.verdicts(self.shadow_table)
+        return [recs[k] for k in sorted(recs, key=self.scheme.parse_key)]

@@ -99,6 +99,75 @@ class RunSpec(_Strict):
     target_rows_per_chunk: PositiveInt = 5_000_000
 
 
+class Threshold(_Strict):
+    """A metric passes below `warn`, warns from `warn`, fails from `fail` (None: never)."""
+
+    warn: float | None = None
+    fail: float | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Threshold:
+        if self.warn is not None and self.fail is not None and self.warn > self.fail:
+            raise ValueError(f"warn ({self.warn}) must not exceed fail ({self.fail})")
+        return self
+
+
+def _t(warn: float | None, fail: float | None) -> Any:
+    return Field(default_factory=lambda: Threshold(warn=warn, fail=fail))
+
+
+class ColumnThresholds(_Strict):
+    """Per-column overrides; a metric left out keeps the table-wide threshold."""
+
+    ignore: bool = False
+    null_rate_change: Threshold | None = None
+    psi: Threshold | None = None
+    ks: Threshold | None = None
+    mean_shift: Threshold | None = None
+    std_change: Threshold | None = None
+    js_distance: Threshold | None = None
+    changed_fraction: Threshold | None = None
+    new_categories: Literal["pass", "warn", "fail"] | None = None
+    vanished_categories: Literal["pass", "warn", "fail"] | None = None
+
+
+class ValidationSpec(_Strict):
+    """Drift thresholds of shadow against the same live partition, and the gate's policies."""
+
+    row_count_change: Threshold = _t(0.02, 0.05)  # |shadow - live| / live
+    null_rate_change: Threshold = _t(0.01, 0.05)  # |shadow null rate - live null rate|
+    psi: Threshold = _t(0.1, 0.25)  # population stability index on live decile bins
+    ks: Threshold = _t(0.1, 0.2)  # KS statistic on the live decile grid
+    mean_shift: Threshold = _t(0.1, 0.25)  # |mean shift| in live standard deviations
+    std_change: Threshold = _t(0.1, 0.25)  # |std shift| / live std
+    js_distance: Threshold = _t(0.05, 0.1)  # Jensen-Shannon distance of category frequencies
+    keys_added: Threshold = _t(0.01, 0.05)  # fraction of live rows: keys only in shadow
+    keys_removed: Threshold = _t(0.01, 0.05)  # fraction of live rows: keys only in live
+    changed_fraction: Threshold = _t(None, None)  # fraction of matched rows whose value changed
+    duplicate_keys: Threshold = _t(None, 0)  # duplicate key rows in shadow (a count)
+    new_categories: Literal["pass", "warn", "fail"] = "warn"
+    vanished_categories: Literal["pass", "warn", "fail"] = "fail"
+    schema_change: Literal["pass", "warn", "fail"] = "warn"
+    # A shadow partition with no live counterpart: judged on suites only, held for approval
+    # (verdict warn, never promoted automatically), or failed.
+    missing_live: Literal["suites_only", "needs_approval", "fail"] = "needs_approval"
+    # Expectation failures: fail unless the expectation's meta says {"severity": "warning"}.
+    max_categories: PositiveInt = 50
+    columns: dict[str, ColumnThresholds] = Field(default_factory=dict)
+
+    def threshold(self, metric: str, column: str | None = None) -> Threshold:
+        override = getattr(self.columns.get(column or ""), metric, None) if column else None
+        return override if override is not None else getattr(self, metric)  # type: ignore[no-any-return]
+
+    def policy(self, metric: str, column: str | None = None) -> str:
+        override = getattr(self.columns.get(column or ""), metric, None) if column else None
+        return override if override is not None else getattr(self, metric)  # type: ignore[no-any-return]
+
+    def ignored(self, column: str) -> bool:
+        spec = self.columns.get(column)
+        return bool(spec and spec.ignore)
+
+
 class StateSpec(_Strict):
     # SQLAlchemy URL; default: SQLite file beside the warehouse.
     url: str | None = None
@@ -118,6 +187,7 @@ class BackfillConfig(_Strict):
     run: RunSpec = Field(default_factory=RunSpec)
     state: StateSpec = Field(default_factory=StateSpec)
     expectations: list[str] = Field(default_factory=list)
+    validation: ValidationSpec = Field(default_factory=ValidationSpec)
 
     # Set by load_config: the folder relative paths are resolved against, and the file's hash.
     base_dir: Path = Field(default=Path("."), exclude=True)

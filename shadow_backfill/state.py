@@ -73,6 +73,21 @@ partitions = Table(
     Column("updated_at", DateTime(timezone=True)),
 )
 
+verdicts = Table(
+    "verdicts",
+    metadata,
+    Column("shadow_table", String(512), primary_key=True),
+    Column("partition", String(64), primary_key=True),
+    Column("verdict", String(8), nullable=False),
+    Column("checks", Text, nullable=False),  # JSON list of checks (observed vs threshold)
+    Column("metrics", Text, nullable=False),  # JSON: rows, per-column drift, key diff, schema
+    Column("shadow_version", BigInteger),  # shadow table version that was read
+    Column("partition_version", BigInteger),  # the commit that wrote this partition
+    Column("live_version", BigInteger),  # live table version that was read
+    Column("validation_id", String(64)),
+    Column("validated_at", DateTime(timezone=True)),
+)
+
 
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
@@ -112,7 +127,73 @@ def _insert(engine: Engine, table: Table) -> Any:
     return sqlite.insert(table)
 
 
-class StateStore:
+@dataclass(frozen=True)
+class VerdictRecord:
+    partition: str
+    verdict: str
+    checks: list[dict[str, Any]]
+    metrics: dict[str, Any]
+    shadow_version: int | None
+    partition_version: int | None
+    live_version: int | None
+    validation_id: str | None
+    validated_at: dt.datetime | None
+
+    @property
+    def reasons(self) -> list[dict[str, Any]]:
+        rank = {"fail": 0, "warn": 1}
+        return sorted((c for c in self.checks if c["status"] != "pass"), key=lambda c: rank[c["status"]])
+
+
+class _VerdictStore:
+    """Mixed into StateStore: verdicts bound to the versions they were computed from."""
+
+    engine: Engine
+
+    def save_verdicts(self, shadow_table: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        if not rows:
+            return
+        now = utcnow()
+        values = [
+            {
+                "shadow_table": shadow_table,
+                "partition": r["partition"],
+                "verdict": r["verdict"],
+                "checks": json.dumps(r["checks"], default=str),
+                "metrics": json.dumps(r["metrics"], default=str),
+                "shadow_version": r.get("shadow_version"),
+                "partition_version": r.get("partition_version"),
+                "live_version": r.get("live_version"),
+                "validation_id": r.get("validation_id"),
+                "validated_at": now,
+            }
+            for r in rows
+        ]
+        stmt = _insert(self.engine, verdicts).values(values)
+        update_cols = {c: stmt.excluded[c] for c in values[0] if c not in ("shadow_table", "partition")}
+        with self.engine.begin() as c:
+            c.execute(stmt.on_conflict_do_update(index_elements=["shadow_table", "partition"], set_=update_cols))
+
+    def verdicts(self, shadow_table: str) -> dict[str, VerdictRecord]:
+        with self.engine.connect() as c:
+            rows = c.execute(select(verdicts).where(verdicts.c.shadow_table == shadow_table)).mappings().all()
+        return {
+            r["partition"]: VerdictRecord(
+                partition=r["partition"],
+                verdict=r["verdict"],
+                checks=json.loads(r["checks"]),
+                metrics=json.loads(r["metrics"]),
+                shadow_version=r["shadow_version"],
+                partition_version=r["partition_version"],
+                live_version=r["live_version"],
+                validation_id=r["validation_id"],
+                validated_at=_aware(r["validated_at"]),
+            )
+            for r in rows
+        }
+
+
+class StateStore(_VerdictStore):
     """All reads and writes of run and partition state go through here."""
 
     def __init__(self, url: str) -> None:

@@ -1,0 +1,321 @@
+"""Drift of every shadow partition against the same live partition, in grouped passes.
+
+However many partitions are validated, the work is a fixed number of Spark jobs over the
+union of shadow and live, each grouped by (partition, side):
+
+1. profile: row counts, null counts, mean, std, live deciles, distinct counts, and the
+   aggregates of the compiled expectations;
+2. histograms of numeric columns on the live deciles of the same partition (for PSI and KS);
+3. category frequencies of low-cardinality string/boolean columns;
+4. a key-level diff (full outer join on keys + partition): added, removed, changed rows and
+   changed counts per column.
+
+Only these aggregates reach the driver: a few rows per partition and column, never data rows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType, NumericType, StringType, StructType
+
+K, SIDE = "__sb_k", "__sb_side"
+QUANTILES = [i / 10 for i in range(1, 10)]
+EPS = 1e-4
+
+
+@dataclass
+class ColumnPlan:
+    """Which columns get which drift metrics (derived from the two schemas)."""
+
+    numeric: list[str]
+    categorical: list[str]
+    compared: list[str]  # same name and type on both sides: key-diff comparison
+    added: list[str]
+    removed: list[str]
+    retyped: list[tuple[str, str, str]]
+
+
+def plan_columns(shadow: StructType, live: StructType, partition: str, keys: Sequence[str]) -> ColumnPlan:
+    s = {f.name: f.dataType for f in shadow.fields}
+    lv = {f.name: f.dataType for f in live.fields}
+    skip = {partition, *keys}
+    common = [c for c in s if c in lv and c not in skip]
+    same = [c for c in common if s[c] == lv[c]]
+    return ColumnPlan(
+        numeric=[c for c in same if isinstance(s[c], NumericType)],
+        categorical=[c for c in same if isinstance(s[c], (StringType, BooleanType))],
+        compared=same,
+        added=[c for c in s if c not in lv],
+        removed=[c for c in lv if c not in s],
+        retyped=[(c, lv[c].simpleString(), s[c].simpleString()) for c in common if s[c] != lv[c]],
+    )
+
+
+@dataclass
+class PartitionProfile:
+    """Everything measured for one partition; `metrics` is what reports and verdicts read."""
+
+    key: str
+    live_rows: int = 0
+    shadow_rows: int = 0
+    shadow_aggs: dict[str, Any] = field(default_factory=dict)
+    columns: dict[str, dict[str, Any]] = field(default_factory=dict)
+    keys: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def live_missing(self) -> bool:
+        return self.live_rows == 0
+
+
+def _tag(df: DataFrame, side: str, partition: str) -> DataFrame:
+    return df.withColumn(K, F.col(partition).cast("string")).withColumn(SIDE, F.lit(side))
+
+
+def _psi(live: Sequence[float], shadow: Sequence[float]) -> float:
+    lt, st = sum(live), sum(shadow)
+    if lt == 0 or st == 0:
+        return 0.0
+    total = 0.0
+    for lc, sc in zip(live, shadow, strict=True):
+        lp, sp = max(lc / lt, EPS), max(sc / st, EPS)
+        total += (sp - lp) * math.log(sp / lp)
+    return total
+
+
+def _ks(live: Sequence[float], shadow: Sequence[float]) -> float:
+    lt, st = sum(live), sum(shadow)
+    if lt == 0 or st == 0:
+        return 0.0
+    cl = cs = best = 0.0
+    for lc, sc in zip(live, shadow, strict=True):
+        cl += lc / lt
+        cs += sc / st
+        best = max(best, abs(cl - cs))
+    return best
+
+
+def _js_distance(live: Mapping[str, int], shadow: Mapping[str, int]) -> float:
+    lt, st = sum(live.values()), sum(shadow.values())
+    if lt == 0 or st == 0:
+        return 0.0
+    js = 0.0
+    for v in set(live) | set(shadow):
+        p, q = live.get(v, 0) / lt, shadow.get(v, 0) / st
+        m = (p + q) / 2
+        if p > 0:
+            js += 0.5 * p * math.log2(p / m)
+        if q > 0:
+            js += 0.5 * q * math.log2(q / m)
+    return math.sqrt(max(js, 0.0))
+
+
+class DriftProfiler:
+    """Runs the grouped passes for one (shadow, live) pair of partition sets."""
+
+    def __init__(
+        self,
+        shadow: DataFrame,
+        live: DataFrame,
+        *,
+        partition: str,
+        keys: Sequence[str],
+        max_categories: int,
+        extra_aggs: Mapping[str, Column] | None = None,
+    ) -> None:
+        self.partition = partition
+        self.keys = list(keys)
+        self.max_categories = max_categories
+        self.plan = plan_columns(shadow.schema, live.schema, partition, keys)
+        self.shadow = shadow
+        self.live = live
+        self.union = _tag(shadow, "shadow", partition).unionByName(
+            _tag(live, "live", partition), allowMissingColumns=True
+        )
+        self.extra_aggs = dict(extra_aggs or {})
+
+    def run(self, partition_texts: Sequence[str]) -> dict[str, PartitionProfile]:
+        profiles = {t: PartitionProfile(t) for t in partition_texts}
+        edges = self._profile(profiles)
+        self._histograms(profiles, edges)
+        self._categories(profiles)
+        self._key_diff(profiles)
+        return profiles
+
+    # ---- pass 1 ---------------------------------------------------------------------------------
+
+    def _profile(self, profiles: dict[str, PartitionProfile]) -> dict[str, dict[str, list[float]]]:
+        p = self.plan
+        aggs: list[Column] = [F.count(F.lit(1)).alias("__rows")]
+        null_cols = [*p.compared, *p.added]
+        for i, c in enumerate(null_cols):
+            aggs.append(F.sum(F.when(F.col(c).isNull(), 1).otherwise(0)).alias(f"__null_{i}"))
+        for i, c in enumerate(p.numeric):
+            x = F.col(c).cast("double")
+            aggs += [
+                F.avg(x).alias(f"__mean_{i}"),
+                F.stddev_samp(x).alias(f"__std_{i}"),
+                F.percentile_approx(x, QUANTILES, 10000).alias(f"__q_{i}"),
+            ]
+        for i, c in enumerate(p.categorical):
+            aggs.append(F.approx_count_distinct(F.col(c)).alias(f"__nd_{i}"))
+        if self.keys:
+            aggs.append(F.countDistinct(*[F.col(k) for k in self.keys]).alias("__keys_distinct"))
+        aggs += [col.alias(name) for name, col in self.extra_aggs.items()]
+        rows = self.union.groupBy(K, SIDE).agg(*aggs).collect()
+
+        edges: dict[str, dict[str, list[float]]] = {}
+        self._high_cardinality: set[str] = set()
+        for r in rows:
+            prof = profiles.get(r[K])
+            if prof is None:
+                continue
+            side = r[SIDE]
+            n = int(r["__rows"])
+            if side == "live":
+                prof.live_rows = n
+            else:
+                prof.shadow_rows = n
+                prof.shadow_aggs = {name: r[name] for name in self.extra_aggs}
+                if self.keys:
+                    prof.keys["duplicates"] = n - int(r["__keys_distinct"])
+            for i, c in enumerate(null_cols):
+                col = prof.columns.setdefault(c, {})
+                col[f"{side}_null_rate"] = (int(r[f"__null_{i}"]) / n) if n else 0.0
+            for i, c in enumerate(p.numeric):
+                col = prof.columns.setdefault(c, {})
+                col[f"{side}_mean"] = r[f"__mean_{i}"]
+                col[f"{side}_std"] = r[f"__std_{i}"]
+                if side == "live" and r[f"__q_{i}"] is not None:
+                    edges.setdefault(r[K], {})[c] = sorted({float(q) for q in r[f"__q_{i}"]})
+            for i, c in enumerate(p.categorical):
+                if (r[f"__nd_{i}"] or 0) > self.max_categories:
+                    self._high_cardinality.add(c)
+        return edges
+
+    # ---- pass 2 ---------------------------------------------------------------------------------
+
+    def _histograms(self, profiles: dict[str, PartitionProfile], edges: dict[str, dict[str, list[float]]]) -> None:
+        if not self.plan.numeric or not edges:
+            return
+        aggs: list[Column] = []
+        bins_of: dict[str, int] = {}
+        for i, c in enumerate(self.plan.numeric):
+            pairs: list[Column] = []
+            width = max((len(e.get(c, [])) for e in edges.values()), default=0)
+            if width == 0:
+                continue
+            for text, by_col in edges.items():
+                e = by_col.get(c)
+                if e:
+                    pairs += [F.lit(text), F.array(*[F.lit(float(x)) for x in e])]
+            edge_map = F.create_map(*pairs)
+            my_edges = F.element_at(edge_map, F.col(K))
+            x = F.col(c).cast("double")
+            bin_index = sum((F.when(x > F.element_at(my_edges, j + 1), 1).otherwise(0) for j in range(width)), F.lit(0))
+            bins_of[c] = width + 1
+            for b in range(width + 1):
+                aggs.append(
+                    F.sum(F.when(x.isNotNull() & my_edges.isNotNull() & (bin_index == b), 1).otherwise(0)).alias(
+                        f"__h_{i}_{b}"
+                    )
+                )
+        if not aggs:
+            return
+        rows = self.union.groupBy(K, SIDE).agg(*aggs).collect()
+        hist: dict[tuple[str, str, str], list[float]] = {}
+        for r in rows:
+            for i, c in enumerate(self.plan.numeric):
+                if c in bins_of:
+                    hist[(r[K], r[SIDE], c)] = [float(r[f"__h_{i}_{b}"] or 0) for b in range(bins_of[c])]
+        for text, prof in profiles.items():
+            for c in bins_of:
+                e = edges.get(text, {}).get(c)
+                lh, sh = hist.get((text, "live", c)), hist.get((text, "shadow", c))
+                if not e or lh is None or sh is None:
+                    continue
+                n = len(e) + 1
+                lh, sh = lh[:n], sh[:n]
+                col = prof.columns.setdefault(c, {})
+                col["hist"] = {"edges": e, "live": lh, "shadow": sh}
+                col["psi"] = _psi(lh, sh)
+                col["ks"] = _ks(lh, sh)
+
+    # ---- pass 3 ---------------------------------------------------------------------------------
+
+    def _categories(self, profiles: dict[str, PartitionProfile]) -> None:
+        cats = [c for c in self.plan.categorical if c not in getattr(self, "_high_cardinality", set())]
+        if not cats:
+            return
+        pairs = F.explode(
+            F.array(*[F.struct(F.lit(c).alias("c"), F.col(c).cast("string").alias("v")) for c in cats])
+        ).alias("cv")
+        rows = (
+            self.union.select(K, SIDE, pairs)
+            .groupBy(K, SIDE, F.col("cv.c").alias("c"), F.col("cv.v").alias("v"))
+            .count()
+            .collect()
+        )
+        freq: dict[tuple[str, str, str], dict[str, int]] = {}
+        for r in rows:
+            if r["v"] is None:
+                continue  # nulls are judged by the null-rate check
+            freq.setdefault((r[K], r[SIDE], r["c"]), {})[r["v"]] = int(r["count"])
+        for text, prof in profiles.items():
+            for c in cats:
+                lf, sf = freq.get((text, "live", c), {}), freq.get((text, "shadow", c), {})
+                col = prof.columns.setdefault(c, {})
+                col["categories"] = {"live": lf, "shadow": sf}
+                if lf and sf:
+                    col["js_distance"] = _js_distance(lf, sf)
+                col["new"] = sorted(set(sf) - set(lf)) if lf else []
+                col["vanished"] = sorted(set(lf) - set(sf)) if sf or lf else []
+
+    # ---- pass 4 ---------------------------------------------------------------------------------
+
+    def _key_diff(self, profiles: dict[str, PartitionProfile]) -> None:
+        if not self.keys:
+            return
+        join_cols = [*self.keys, self.partition]
+        compared = self.plan.compared
+        s = self.shadow.select(
+            *[F.col(c).alias(f"s__{c}") for c in join_cols],
+            *[F.col(c).alias(f"s_{c}") for c in compared],
+            F.lit(1).alias("s__present"),
+        )
+        lv = self.live.select(
+            *[F.col(c).alias(f"l__{c}") for c in join_cols],
+            *[F.col(c).alias(f"l_{c}") for c in compared],
+            F.lit(1).alias("l__present"),
+        )
+        cond = [F.col(f"s__{c}").eqNullSafe(F.col(f"l__{c}")) for c in join_cols]
+        joined = s.join(lv, on=cond, how="full_outer")
+        both = F.col("s__present").isNotNull() & F.col("l__present").isNotNull()
+        diffs = [~F.col(f"s_{c}").eqNullSafe(F.col(f"l_{c}")) for c in compared]
+        any_diff = F.lit(False)
+        for d in diffs:
+            any_diff = any_diff | d
+        k = F.coalesce(F.col(f"s__{self.partition}"), F.col(f"l__{self.partition}")).cast("string")
+        aggs = [
+            F.sum(F.when(F.col("l__present").isNull(), 1).otherwise(0)).alias("added"),
+            F.sum(F.when(F.col("s__present").isNull(), 1).otherwise(0)).alias("removed"),
+            F.sum(F.when(both, 1).otherwise(0)).alias("matched"),
+            F.sum(F.when(both & any_diff, 1).otherwise(0)).alias("changed"),
+            *[F.sum(F.when(both & d, 1).otherwise(0)).alias(f"__c_{i}") for i, d in enumerate(diffs)],
+        ]
+        for r in joined.groupBy(k.alias(K)).agg(*aggs).collect():
+            prof = profiles.get(r[K])
+            if prof is None:
+                continue
+            prof.keys.update(
+                added=int(r["added"]),
+                removed=int(r["removed"]),
+                matched=int(r["matched"]),
+                changed=int(r["changed"]),
+                changed_by_column={c: int(r[f"__c_{i}"]) for i, c in enumerate(compared)},
+            )
