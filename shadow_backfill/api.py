@@ -16,9 +16,11 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from shadow_backfill.config import BackfillConfig, load_config
+from shadow_backfill.errors import UsageError
 from shadow_backfill.formats import TableFormat, format_for
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.recompute import ProgressCallback, Recompute, RunOptions, RunResult
+from shadow_backfill.report import ReportData, write_reports
 from shadow_backfill.session import open_session
 from shadow_backfill.state import PartitionRecord, StateStore, VerdictRecord
 from shadow_backfill.transform import Transform, load_transform
@@ -142,6 +144,14 @@ class Backfill:
         """Run the validation gate (see `shadow-backfill validate`); verdicts go to the state store."""
         validator = Validator(self.config, self.spark, self.store, self.table_format, self.scheme)
         return validator.run(validator.select(start, end, partitions))
+
+    def report(self, out_dir: str | Path) -> dict[str, Path]:
+        """Write HTML, JSON, Markdown and JUnit reports from the stored verdicts (no Spark needed)."""
+        verdicts = self.verdicts()
+        if not verdicts:
+            raise UsageError(f"no verdicts for {self.shadow_table} yet: run `shadow-backfill validate` first")
+        data = ReportData(self.live_table, self.shadow_table, self.config.format, verdicts)
+        return write_reports(data, Path(out_dir))
 
     def verdicts(self) -> list[VerdictRecord]:
         """The stored verdicts, ascending by partition."""

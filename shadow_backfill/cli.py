@@ -153,6 +153,53 @@ def status(
     out.print(table)
 
 
+VERDICT_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red"}
+
+
+@app.command()
+@handle_errors
+def validate(
+    config: Path = ConfigArg,
+    start: str | None = typer.Option(None, help="First partition (default: every recomputed partition)."),
+    end: str | None = typer.Option(None, help="Last partition (included)."),
+    partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
+) -> None:
+    """Validate shadow partitions (suites + drift against live); exits 1 if any partition fails."""
+    bf = Backfill.from_config(config)
+    result = bf.validate(start, end, _split(partitions))
+    print_verdicts(result)
+    if not result.ok:
+        raise typer.Exit(1)
+
+
+def print_verdicts(result: Any) -> None:
+    table = Table(title=f"validation {result.validation_id}: shadow version {result.shadow_version}")
+    for col in ("partition", "verdict", "rows live → shadow", "reasons"):
+        table.add_column(col)
+    for v in result.verdicts:
+        rows = v.metrics.get("rows", {})
+        reasons = "; ".join(c.message for c in v.reasons[:3]) + (" …" if len(v.reasons) > 3 else "")
+        style = VERDICT_STYLE[v.verdict]
+        table.add_row(
+            v.partition, f"[{style}]{v.verdict}[/]", f"{rows.get('live', '')} → {rows.get('shadow', '')}", reasons
+        )
+    out.print(table)
+    c = result.counts
+    out.print(f"{c['pass']} pass, {c['warn']} warn, {c['fail']} fail in {result.seconds:.1f} s", highlight=False)
+
+
+@app.command()
+@handle_errors
+def report(
+    config: Path = ConfigArg,
+    out_dir: Path = typer.Option(..., "--out", help="Folder for report.html, report.json, report.md, junit.xml."),
+) -> None:
+    """Write the HTML, JSON, Markdown and JUnit reports of the latest verdicts."""
+    paths = Backfill.from_config(config).report(out_dir)
+    for kind, path in paths.items():
+        out.print(f"{kind:9} {path}", highlight=False)
+
+
 @app.command()
 @handle_errors
 def demo(
@@ -179,6 +226,10 @@ def demo(
         )
         if result.failed:
             raise typer.Exit(1)
+        verdicts = bf.validate()
+        print_verdicts(verdicts)
+        paths = bf.report(directory / "report")
+        out.print(f"report: {paths['html']}", highlight=False)
     out.print(f"config: {cfg}\nnext: shadow-backfill status {cfg}", highlight=False)
 
 

@@ -1,0 +1,41 @@
+"""JUnit XML: one test case per partition and check, so CI systems show failures natively.
+
+A `fail` check is a <failure>; a `warn` check passes but says so in <system-out> (JUnit has no
+warning state, and a warning must not break a CI gate that only fails on failures).
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from shadow_backfill.report.model import ReportData
+
+
+def _check_name(c: dict) -> str:  # type: ignore[type-arg]
+    if c["name"] == "expectation":
+        return f"expectation {c['threshold']}"
+    return f"{c['name']}[{c['column']}]" if c.get("column") else c["name"]
+
+
+def render_junit(data: ReportData) -> str:
+    cases = [(v, c) for v in data.verdicts for c in v.checks]
+    failures = sum(1 for _, c in cases if c["status"] == "fail")
+    suites = ET.Element("testsuites", name="shadow-backfill", tests=str(len(cases)), failures=str(failures))
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name=f"{data.shadow_table} vs {data.live_table}",
+        tests=str(len(cases)),
+        failures=str(failures),
+        errors="0",
+        timestamp=data.generated_at,
+    )
+    for v, c in cases:
+        case = ET.SubElement(suite, "testcase", classname=f"partition.{v.partition}", name=_check_name(c))
+        if c["status"] == "fail":
+            failure = ET.SubElement(case, "failure", message=c["message"], type=c["name"])
+            failure.text = f"observed {c['observed']!r}; threshold {c['threshold']}"
+        elif c["status"] == "warn":
+            ET.SubElement(case, "system-out").text = f"WARN: {c['message']}"
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

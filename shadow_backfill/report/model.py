@@ -1,0 +1,63 @@
+"""What every report renders, and the JSON document (schema_version 1, see the README)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from shadow_backfill.state import VerdictRecord
+
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class ReportData:
+    live_table: str
+    shadow_table: str
+    table_format: str
+    verdicts: Sequence[VerdictRecord]
+    report_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    generated_at: str = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc).isoformat())
+
+    @property
+    def summary(self) -> dict[str, int]:
+        out = {"pass": 0, "warn": 0, "fail": 0}
+        for v in self.verdicts:
+            out[v.verdict] = out.get(v.verdict, 0) + 1
+        return out
+
+    @property
+    def title(self) -> str:
+        return f"shadow-backfill: {self.shadow_table} vs {self.live_table}"
+
+
+def partition_json(v: VerdictRecord) -> dict[str, Any]:
+    return {
+        "partition": v.partition,
+        "verdict": v.verdict,
+        "shadow_version": v.shadow_version,
+        "partition_version": v.partition_version,
+        "live_version": v.live_version,
+        "validation_id": v.validation_id,
+        "validated_at": v.validated_at.isoformat() if v.validated_at else None,
+        "rows": v.metrics.get("rows", {}),
+        "reasons": v.reasons,
+        "checks": v.checks,
+        "metrics": v.metrics,
+    }
+
+
+def report_json(data: ReportData) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "report_id": data.report_id,
+        "generated_at": data.generated_at,
+        "live_table": data.live_table,
+        "shadow_table": data.shadow_table,
+        "format": data.table_format,
+        "summary": data.summary,
+        "partitions": [partition_json(v) for v in data.verdicts],
+    }
