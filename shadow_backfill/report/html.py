@@ -103,7 +103,9 @@ def _row_count_chart(verdicts: Sequence[VerdictRecord], width: int = 900, height
     step = (width - 60) / max(n - 1, 1)
 
     def line(idx: int, colour: str) -> str:
-        coords = " ".join(f"{50 + i * step:.1f},{height - float(p[idx]) / top * (height - 20):.1f}" for i, p in enumerate(pts))
+        coords = " ".join(
+            f"{50 + i * step:.1f},{height - float(p[idx]) / top * (height - 20):.1f}" for i, p in enumerate(pts)
+        )
         dots = "".join(
             f'<circle cx="{50 + i * step:.1f}" cy="{height - float(p[idx]) / top * (height - 20):.1f}" r="2.5" '
             f'fill="{colour}"><title>{e(p[0])}: {p[idx]}</title></circle>'

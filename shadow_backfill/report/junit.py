@@ -12,8 +12,6 @@ from shadow_backfill.report.model import ReportData
 
 
 def _check_name(c: dict) -> str:  # type: ignore[type-arg]
-    if c["name"] == "expectation":
-        return f"expectation {c['threshold']}"
     return f"{c['name']}[{c['column']}]" if c.get("column") else c["name"]
 
 

@@ -21,15 +21,7 @@ from shadow_backfill.formats import TableFormat
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.state import WRITTEN, StateStore
 from shadow_backfill.validate.drift import DriftProfiler
-from shadow_backfill.validate.expectations import (
-    Outcome,
-    judge_unique,
-    outcome,
-    split_supported,
-    static_outcome,
-    unique_unexpected,
-)
-from shadow_backfill.validate.reference import evaluate_with_gx
+from shadow_backfill.validate.expectations import evaluate_fast, judge_compiled, split_supported
 from shadow_backfill.validate.suites import Suite, check_columns, load_suites
 from shadow_backfill.validate.verdict import FAIL, PASS, WARN, Check, Judge, PartitionVerdict
 
@@ -141,7 +133,8 @@ class Validator:
 
     def _judge(self, keys: list[str], shadow: Any, live: Any, suites: list[Suite]) -> list[PartitionVerdict]:
         expectations = [e for s in suites for e in s.expectations]
-        compiled, unique, gx_only = split_supported(expectations)
+        compiled, _, _ = split_supported(expectations)
+        # The compiled expectations ride along in the drift profile pass (no extra scan).
         extra = {name: col for c in compiled for name, col in c.aggs.items()}
         profiler = DriftProfiler(
             shadow,
@@ -152,35 +145,18 @@ class Validator:
             extra_aggs=extra,
         )
         text_of = {k: self.scheme.column_text(k) for k in keys}
-        profiles = profiler.run(list(text_of.values()))
-
-        part_text = F.col(self.scheme.column).cast("string")
-        unique_counts: dict[tuple[int, str], tuple[int, int]] = {}
-        for i, e in enumerate(unique):
-            for r in unique_unexpected(shadow, part_text, e.kwargs["column"]).collect():
-                unique_counts[(i, r["k"])] = (int(r["n"]), int(r["u"]))
+        texts = list(text_of.values())
+        profiles = profiler.run(texts)
+        done = {c.expectation.id for c in compiled}
+        others = [e for e in expectations if e.id not in done]
+        other_outcomes = evaluate_fast(shadow, F.col(self.scheme.column).cast("string"), others, texts)
 
         judge = Judge(self.config.validation, profiler.plan)
         out = []
         for k in keys:
             prof = profiles[text_of[k]]
             prof.key = k
-            outcomes: list[Outcome] = []
-            for e in expectations:
-                static = static_outcome(e, shadow.schema)
-                if static is not None:
-                    outcomes.append(outcome(e, static))
-            for c in compiled:
-                row = prof.shadow_aggs if prof.shadow_aggs else {n: None for n in c.aggs}
-                if not prof.shadow_aggs:  # an empty shadow partition: GX sees zero rows
-                    row = {
-                        n: 0 if n.endswith(("_n", "_u")) or "row_count" in c.expectation.type else None for n in c.aggs
-                    }
-                outcomes.append(outcome(c.expectation, c.judge(row)))
-            for i, e in enumerate(unique):
-                n, u = unique_counts.get((i, text_of[k]), (0, 0))
-                outcomes.append(outcome(e, judge_unique(e, n, u)))
-            if gx_only:
-                outcomes += evaluate_with_gx(shadow.filter(self.scheme.predicate([k])), gx_only)
+            row = prof.shadow_aggs if prof.shadow_rows else None
+            outcomes = [judge_compiled(c, row) for c in compiled] + other_outcomes[text_of[k]]
             out.append(judge.judge(prof, outcomes))
         return out

@@ -141,15 +141,15 @@ class DriftProfiler:
 
     def run(self, partition_texts: Sequence[str]) -> dict[str, PartitionProfile]:
         profiles = {t: PartitionProfile(t) for t in partition_texts}
-        edges = self._profile(profiles)
-        self._histograms(profiles, edges)
+        self._profile(profiles)
+        self._histograms(profiles)
         self._categories(profiles)
         self._key_diff(profiles)
         return profiles
 
     # ---- pass 1 ---------------------------------------------------------------------------------
 
-    def _profile(self, profiles: dict[str, PartitionProfile]) -> dict[str, dict[str, list[float]]]:
+    def _profile(self, profiles: dict[str, PartitionProfile]) -> None:
         p = self.plan
         aggs: list[Column] = [F.count(F.lit(1)).alias("__rows")]
         null_cols = [*p.compared, *p.added]
@@ -157,11 +157,7 @@ class DriftProfiler:
             aggs.append(F.sum(F.when(F.col(c).isNull(), 1).otherwise(0)).alias(f"__null_{i}"))
         for i, c in enumerate(p.numeric):
             x = F.col(c).cast("double")
-            aggs += [
-                F.avg(x).alias(f"__mean_{i}"),
-                F.stddev_samp(x).alias(f"__std_{i}"),
-                F.percentile_approx(x, QUANTILES, 10000).alias(f"__q_{i}"),
-            ]
+            aggs += [F.avg(x).alias(f"__mean_{i}"), F.stddev_samp(x).alias(f"__std_{i}")]
         for i, c in enumerate(p.categorical):
             aggs.append(F.approx_count_distinct(F.col(c)).alias(f"__nd_{i}"))
         if self.keys:
@@ -169,7 +165,6 @@ class DriftProfiler:
         aggs += [col.alias(name) for name, col in self.extra_aggs.items()]
         rows = self.union.groupBy(K, SIDE).agg(*aggs).collect()
 
-        edges: dict[str, dict[str, list[float]]] = {}
         self._high_cardinality: set[str] = set()
         for r in rows:
             prof = profiles.get(r[K])
@@ -191,56 +186,64 @@ class DriftProfiler:
                 col = prof.columns.setdefault(c, {})
                 col[f"{side}_mean"] = r[f"__mean_{i}"]
                 col[f"{side}_std"] = r[f"__std_{i}"]
-                if side == "live" and r[f"__q_{i}"] is not None:
-                    edges.setdefault(r[K], {})[c] = sorted({float(q) for q in r[f"__q_{i}"]})
             for i, c in enumerate(p.categorical):
                 if (r[f"__nd_{i}"] or 0) > self.max_categories:
                     self._high_cardinality.add(c)
-        return edges
 
     # ---- pass 2 ---------------------------------------------------------------------------------
 
-    def _histograms(self, profiles: dict[str, PartitionProfile], edges: dict[str, dict[str, list[float]]]) -> None:
-        if not self.plan.numeric or not edges:
+    def _histograms(self, profiles: dict[str, PartitionProfile]) -> None:
+        """Live deciles per partition stay in Spark (a small broadcast join), so no edge list is
+        shipped back as literals however many partitions there are."""
+        numeric = self.plan.numeric
+        if not numeric:
             return
-        aggs: list[Column] = []
-        bins_of: dict[str, int] = {}
-        for i, c in enumerate(self.plan.numeric):
-            pairs: list[Column] = []
-            width = max((len(e.get(c, [])) for e in edges.values()), default=0)
-            if width == 0:
-                continue
-            for text, by_col in edges.items():
-                e = by_col.get(c)
-                if e:
-                    pairs += [F.lit(text), F.array(*[F.lit(float(x)) for x in e])]
-            edge_map = F.create_map(*pairs)
-            my_edges = F.element_at(edge_map, F.col(K))
-            x = F.col(c).cast("double")
-            bin_index = sum((F.when(x > F.element_at(my_edges, j + 1), 1).otherwise(0) for j in range(width)), F.lit(0))
-            bins_of[c] = width + 1
-            for b in range(width + 1):
-                aggs.append(
-                    F.sum(F.when(x.isNotNull() & my_edges.isNotNull() & (bin_index == b), 1).otherwise(0)).alias(
-                        f"__h_{i}_{b}"
-                    )
-                )
-        if not aggs:
+        xs = [F.col(c).cast("double") for c in numeric]
+        edges_df = (
+            self.union.filter(F.col(SIDE) == F.lit("live"))
+            .groupBy(K)
+            .agg(*[F.percentile_approx(x, QUANTILES, 10000).alias(f"__q_{i}") for i, x in enumerate(xs)])
+        )
+        edges: dict[tuple[str, str], list[float]] = {}
+        for r in edges_df.collect():
+            for i, c in enumerate(numeric):
+                if r[f"__q_{i}"] is not None:
+                    edges[(r[K], c)] = [float(q) for q in r[f"__q_{i}"]]
+        if not edges:
             return
-        rows = self.union.groupBy(K, SIDE).agg(*aggs).collect()
+        n_edges = len(QUANTILES)
+        bins = [
+            F.struct(
+                F.lit(i).alias("i"),
+                F.when(
+                    x.isNotNull() & F.col(f"__q_{i}").isNotNull(),
+                    sum(
+                        (F.when(x > F.element_at(F.col(f"__q_{i}"), j + 1), 1).otherwise(0) for j in range(n_edges)),
+                        F.lit(0),
+                    ),
+                ).alias("b"),
+            )
+            for i, x in enumerate(xs)
+        ]
+        rows = (
+            self.union.join(F.broadcast(edges_df), on=K, how="inner")
+            .select(K, SIDE, F.explode(F.array(*bins)).alias("ib"))
+            .filter(F.col("ib.b").isNotNull())
+            .groupBy(K, SIDE, F.col("ib.i").alias("i"), F.col("ib.b").alias("b"))
+            .count()
+            .collect()
+        )
         hist: dict[tuple[str, str, str], list[float]] = {}
         for r in rows:
-            for i, c in enumerate(self.plan.numeric):
-                if c in bins_of:
-                    hist[(r[K], r[SIDE], c)] = [float(r[f"__h_{i}_{b}"] or 0) for b in range(bins_of[c])]
+            key = (r[K], r[SIDE], numeric[r["i"]])
+            hist.setdefault(key, [0.0] * (n_edges + 1))[r["b"]] = float(r["count"])
+        empty = [0.0] * (n_edges + 1)
         for text, prof in profiles.items():
-            for c in bins_of:
-                e = edges.get(text, {}).get(c)
-                lh, sh = hist.get((text, "live", c)), hist.get((text, "shadow", c))
-                if not e or lh is None or sh is None:
+            for c in numeric:
+                e = edges.get((text, c))
+                if e is None:
                     continue
-                n = len(e) + 1
-                lh, sh = lh[:n], sh[:n]
+                lh, sh = hist.get((text, "live", c), empty), hist.get((text, "shadow", c), empty)
                 col = prof.columns.setdefault(c, {})
                 col["hist"] = {"edges": e, "live": lh, "shadow": sh}
                 col["psi"] = _psi(lh, sh)

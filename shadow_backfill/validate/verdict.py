@@ -21,7 +21,7 @@ _RANK = {PASS: 0, WARN: 1, FAIL: 2}
 
 @dataclass(frozen=True)
 class Check:
-    name: str  # e.g. "psi", "null_rate_change", "expectation"
+    name: str  # a drift metric ("psi", "null_rate_change", ...) or an expectation id (suite/index:type)
     column: str | None
     status: str
     observed: Any
@@ -104,7 +104,7 @@ class Judge:
         for o in outcomes:
             status = PASS if o.success else o.severity
             checks.append(
-                Check("expectation", None, status, _jsonable(o.observed), o.expectation, f"{o.expectation}: {o.detail}")
+                Check(o.expectation, None, status, _jsonable(o.observed), "expectation", f"{o.expectation}: {o.detail}")
             )
         if prof.live_missing:
             policy = self.spec.missing_live
