@@ -78,3 +78,18 @@ def wrong_schema(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
 
 def not_a_dataframe(spark: SparkSession, partitions: list[dt.date]) -> object:
     return [1, 2, 3]
+
+
+DRIFT_DAY = dt.date(2024, 1, 5)
+
+
+def drift_on_one_day(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    """Same as live except on DRIFT_DAY: amounts tripled and key 0 dropped."""
+    df = events(spark, partitions)
+    day = F.col("ds") == F.lit(DRIFT_DAY)
+    df = df.withColumn("amount", F.when(day, F.col("amount") * 3).otherwise(F.col("amount")))
+    return df.filter(~(day & (F.col("id") == 0)))
+
+
+def with_extra_column(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    return events(spark, partitions).withColumn("extra", F.lit(1))

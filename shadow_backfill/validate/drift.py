@@ -180,6 +180,8 @@ class DriftProfiler:
                 if self.keys:
                     prof.keys["duplicates"] = n - int(r["__keys_distinct"])
             for i, c in enumerate(null_cols):
+                if side == "live" and c in p.added:
+                    continue  # not a live column: its nulls there come from the union, not from live
                 col = prof.columns.setdefault(c, {})
                 col[f"{side}_null_rate"] = (int(r[f"__null_{i}"]) / n) if n else 0.0
             for i, c in enumerate(p.numeric):
