@@ -24,3 +24,4 @@ def test_demo_on_delta(sail_spark: object, tmp_path: Path) -> None:
     by_day = {r["partition"]: r["rows"] for r in rows}
     assert by_day["2024-01-09"] == 200 and by_day["2024-01-10"] < 200
     assert (tmp_path / "demo" / "warehouse" / "delta" / "features_v2" / "_delta_log").is_dir()
+    assert "11 pass, 0 warn, 1 fail" in result.output

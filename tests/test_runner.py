@@ -155,3 +155,6 @@ def test_demo_recomputes_the_range(spark: object, tmp_path: Path) -> None:
     by_day = {r["partition"]: r["rows"] for r in rows}
     assert by_day.pop("2024-01-10") < 200  # a BAD_DAY: v2 drops the BR rows
     assert set(by_day.values()) == {200}
+    # the demo validates too: exactly the BAD_DAY inside the range fails, and the report is there
+    assert "11 pass, 0 warn, 1 fail" in result.output
+    assert (tmp_path / "demo" / "report" / "report.html").is_file()

@@ -43,14 +43,21 @@ def test_cli_validate_exits_1_on_failure(make_backfill: MakeBackfill) -> None:
 @pytest.mark.parametrize(
     ("content", "words"),
     [
-        ('{"expectations": [{"type": "expect_column_values_to_be_purple", "kwargs": {"column": "id"}}]}',
-         "unknown expectation type 'expect_column_values_to_be_purple'"),
+        (
+            '{"expectations": [{"type": "expect_column_values_to_be_purple", "kwargs": {"column": "id"}}]}',
+            "unknown expectation type 'expect_column_values_to_be_purple'",
+        ),
         ("{not json", "not valid JSON"),
         ('{"name": "x"}', "'expectations' list"),
-        ('{"expectations": [{"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "nope"}}]}',
-         "column 'nope' does not exist"),
-        ('{"expectations": [{"type": "expect_column_values_to_be_between", "kwargs": {"column": "id", '
-         '"min_value": "low", "max_value": 3, "mostly": 7}}]}', "invalid kwargs"),
+        (
+            '{"expectations": [{"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "nope"}}]}',
+            "column 'nope' does not exist",
+        ),
+        (
+            '{"expectations": [{"type": "expect_column_values_to_be_between", "kwargs": {"column": "id", '
+            '"min_value": "low", "max_value": 3, "mostly": 7}}]}',
+            "invalid kwargs",
+        ),
     ],
 )
 def test_bad_suites_are_refused_before_work(
@@ -60,7 +67,7 @@ def test_bad_suites_are_refused_before_work(
     suite.write_text(content)
     bf = make_backfill(expectations=[str(suite)])
     bf.run(START, "2024-01-02")
-    with pytest.raises(ConfigError, match="bad.json") as err:
+    with pytest.raises(ConfigError, match=r"bad\.json") as err:
         bf.validate()
     assert words in str(err.value)
     assert bf.verdicts() == []
@@ -75,16 +82,32 @@ def test_html_report_renders_in_headless_chromium(make_backfill: MakeBackfill, t
         if os.environ.get("CI"):
             pytest.fail("chromium is missing in CI: .ci/run installs Debian's chromium")
         pytest.skip("chromium not installed (apt-get install chromium)")
-    bf = make_backfill(transform={"function": "sb_test_transforms:drift_on_one_day"},
-                       expectations=[str(TESTS / "suites" / "events.json")])
+    bf = make_backfill(
+        transform={"function": "sb_test_transforms:drift_on_one_day"},
+        expectations=[str(TESTS / "suites" / "events.json")],
+    )
     bf.run(START, "2024-01-06")
     bf.validate()
     html = bf.report(tmp_path / "r")["html"]
     result = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'ud'}",
-         "--enable-logging=stderr", "--v=0", "--dump-dom", html.as_uri()],
-        capture_output=True, text=True, timeout=120,
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'ud'}",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+            html.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert 'data-rendered="ok"' in result.stdout, result.stderr[-2000:]
     assert "rendered 6 partitions" in result.stdout

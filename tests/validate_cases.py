@@ -62,8 +62,13 @@ def missing_live_follows_policy(make: MakeBackfill) -> None:
     verdicts = {v.partition: v for v in bf.validate().verdicts}
     assert verdicts["2024-01-11"].verdict == "warn"
     assert verdicts["2024-01-11"].reasons[0].name == "live_missing"
-    strict = make(seed_live=False, live_table=bf.live_table, state={"url": bf.config.state_url},
-                  expectations=[SUITE], validation={"missing_live": "fail"})
+    strict = make(
+        seed_live=False,
+        live_table=bf.live_table,
+        state={"url": bf.config.state_url},
+        expectations=[SUITE],
+        validation={"missing_live": "fail"},
+    )
     assert {v.partition: v.verdict for v in strict.validate().verdicts}["2024-01-11"] == "fail"
 
 

@@ -176,7 +176,8 @@ def _partition_detail(v: VerdictRecord) -> str:
             f"changed of {keys.get('matched')} matched; duplicates {keys.get('duplicates', 0)}</p>"
         )
     return (
-        f'<details class="partition" id="p-{e(v.partition)}" data-verdict="{e(v.verdict)}">'
+        f'<details class="partition" id="p-{e(v.partition)}" data-verdict="{e(v.verdict)}"'
+        f"{' open' if v.verdict == 'fail' else ''}>"
         f'<summary><span class="{e(v.verdict)}">■</span> {e(v.partition)} — {e(v.verdict)} '
         f'<span class="muted">rows {rows.get("live")} → {rows.get("shadow")}, {len(reasons)} reason(s)</span>'
         f'</summary>{table}{key_line}<div class="plots">{"".join(plots)}</div>'

@@ -204,13 +204,20 @@ class DriftProfiler:
         edges_df = (
             self.union.filter(F.col(SIDE) == F.lit("live"))
             .groupBy(K)
-            .agg(*[F.percentile_approx(x, QUANTILES, 10000).alias(f"__q_{i}") for i, x in enumerate(xs)])
+            # One scalar percentile per decile: Sail (DataFusion) has no array form of it.
+            .agg(
+                *[
+                    F.array(*[F.percentile_approx(x, q, 10000) for q in QUANTILES]).alias(f"__q_{i}")
+                    for i, x in enumerate(xs)
+                ]
+            )
         )
         edges: dict[tuple[str, str], list[float]] = {}
         for r in edges_df.collect():
             for i, c in enumerate(numeric):
-                if r[f"__q_{i}"] is not None:
-                    edges[(r[K], c)] = [float(q) for q in r[f"__q_{i}"]]
+                qs = r[f"__q_{i}"]
+                if qs is not None and None not in qs:  # all-null live column: no bins to compare on
+                    edges[(r[K], c)] = [float(q) for q in qs]
         if not edges:
             return
         n_edges = len(QUANTILES)

@@ -16,7 +16,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from shadow_backfill.validate.expectations import Outcome
-from shadow_backfill.validate.suites import Expectation, Suite
+from shadow_backfill.validate.suites import ID_META, Expectation, Suite
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
 
@@ -44,8 +44,10 @@ def evaluate_with_gx(df: DataFrame, expectations: Sequence[Expectation]) -> list
     suite = Suite("reference", path=None, expectations=list(expectations))  # type: ignore[arg-type]
     batch = _batch_definition().get_batch(batch_parameters={"dataframe": df})
     result = batch.validate(suite.to_gx())
+    by_id = {r.expectation_config.meta[ID_META]: r for r in result.results}
     out = []
-    for e, r in zip(expectations, result.results, strict=True):
+    for e in expectations:  # GX returns results in its own order: map them back by id
+        r = by_id[e.id]
         observed = r.result.get("observed_value", r.result.get("unexpected_count"))
         out.append(Outcome(e.id, bool(r.success), observed, f"GX: {dict(r.result)}"[:300], e.severity))
     return out

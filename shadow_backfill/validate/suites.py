@@ -17,6 +17,8 @@ from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import ConfigError
 
 # Keyword arguments that name columns, per GX convention.
+# Carried in each GX expectation's meta: GX reorders results, this maps them back.
+ID_META = "shadow_backfill_id"
 _COLUMN_KWARGS = ("column", "column_A", "column_B")
 _COLUMN_LIST_KWARGS = ("column_list",)
 
@@ -63,7 +65,7 @@ class Suite:
         from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
 
         objs = [
-            ExpectationConfiguration(type=e.type, kwargs=dict(e.kwargs), meta=dict(e.meta)).to_domain_obj()
+            ExpectationConfiguration(type=e.type, kwargs=dict(e.kwargs), meta={**e.meta, ID_META: e.id}).to_domain_obj()
             for e in self.expectations
         ]
         return gx.ExpectationSuite(name=self.name, expectations=objs)
