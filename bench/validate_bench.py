@@ -1,0 +1,188 @@
+"""Validation: the grouped fast path against the naive loop, measured in one run.
+
+- fast: `Validator.run` over all partitions (grouped passes, GX-equivalent aggregates);
+- naive: for each partition, a GX validation of the suite (GX's Spark engine) plus the drift
+  queries for that partition alone, which is what a hand-written loop does;
+- limit: one grouped scan of shadow and live (row count and a mean per partition and side),
+  the least any validation could cost.
+
+Data: the demo transforms (v1 live, v2 shadow) over N daily partitions, `--scale` x 200
+entities per day, seeded by the hash-based generator (identical every run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+RESULTS = Path(__file__).parent / "results"
+
+SUITE = {
+    "name": "bench",
+    "expectations": [
+        {"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "entity_id"}},
+        {"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "country"}},
+        {"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "score", "mostly": 0.95}},
+        {
+            "type": "expect_column_values_to_be_in_set",
+            "kwargs": {"column": "country", "value_set": ["US", "DE", "FR", "IN", "BR"]},
+        },
+        {"type": "expect_column_values_to_be_between", "kwargs": {"column": "spend", "min_value": 0, "max_value": 200}},
+        {
+            "type": "expect_column_values_to_be_between",
+            "kwargs": {"column": "sessions", "min_value": 0, "max_value": 100},
+        },
+        {
+            "type": "expect_column_values_to_be_between",
+            "kwargs": {"column": "score", "min_value": 0, "max_value": 1, "mostly": 0.99},
+        },
+        {"type": "expect_column_values_to_be_unique", "kwargs": {"column": "entity_id"}},
+        {"type": "expect_table_row_count_to_be_between", "kwargs": {"min_value": 1, "max_value": 10_000_000}},
+        {"type": "expect_column_mean_to_be_between", "kwargs": {"column": "spend", "min_value": 10, "max_value": 90}},
+        {"type": "expect_column_max_to_be_between", "kwargs": {"column": "sessions", "min_value": 1, "max_value": 25}},
+        {"type": "expect_column_min_to_be_between", "kwargs": {"column": "spend", "min_value": 0, "max_value": 5}},
+    ],
+}
+
+
+def build(workdir: Path, partitions: int, scale: int) -> Any:
+    import yaml
+
+    from shadow_backfill import Backfill
+    from shadow_backfill.config import load_config
+    from shadow_backfill.demo import features
+
+    features.ENTITIES = 200 * scale
+    (workdir / "suite.json").write_text(json.dumps(SUITE))
+    cfg = {
+        "live_table": "local.bench.features",
+        "format": "iceberg",
+        "partition": {"column": "ds"},
+        "keys": ["entity_id"],
+        "transform": {"function": "shadow_backfill.demo.features:features_v2"},
+        "spark": {"master": "local[*]", "warehouse": "warehouse", "conf": {"spark.sql.shuffle.partitions": "8"}},
+        "expectations": ["suite.json"],
+    }
+    (workdir / "bench.yaml").write_text(yaml.safe_dump(cfg))
+    bf = Backfill(load_config(workdir / "bench.yaml"))
+    start = dt.date(2024, 1, 1)
+    keys = [(start + dt.timedelta(days=i)).isoformat() for i in range(partitions)]
+    values = [bf.scheme.value(k) for k in keys]
+    fmt = bf.table_format
+    live = features.features_v1(bf.spark, values)
+    fmt.create(bf.live_table, live.schema, ["ds"])
+    fmt.overwrite_partitions(bf.live_table, live, keys)
+    bf.run(partitions=keys, max_parallel=2)
+    return bf, keys
+
+
+def run_fast(bf: Any, keys: list[str]) -> tuple[float, dict[str, str], dict[str, bool]]:
+    """(seconds, verdict per partition, whether every expectation passed per partition)."""
+    t = time.perf_counter()
+    result = bf.validate(partitions=keys)
+    seconds = time.perf_counter() - t
+    suites_pass = {
+        v.partition: all(c.status == "pass" for c in v.checks if c.threshold == "expectation") for v in result.verdicts
+    }
+    return seconds, {v.partition: v.verdict for v in result.verdicts}, suites_pass
+
+
+def run_naive(bf: Any, keys: list[str]) -> tuple[float, dict[str, bool]]:
+    from shadow_backfill.validate.drift import DriftProfiler
+    from shadow_backfill.validate.reference import evaluate_with_gx
+    from shadow_backfill.validate.suites import load_suites
+
+    expectations = [e for s in load_suites(bf.config) for e in s.expectations]
+    fmt, scheme = bf.table_format, bf.scheme
+    shadow_v = fmt.current_version(bf.shadow_table)
+    live_v = fmt.current_version(bf.live_table)
+    passed: dict[str, bool] = {}
+    t = time.perf_counter()
+    for k in keys:
+        shadow = fmt.read_partitions(bf.shadow_table, [k], shadow_v)
+        live = fmt.read_partitions(bf.live_table, [k], live_v)
+        outcomes = evaluate_with_gx(shadow, expectations)
+        DriftProfiler(shadow, live, partition="ds", keys=bf.config.keys, max_categories=50).run([scheme.column_text(k)])
+        passed[k] = all(o.success for o in outcomes)
+    return time.perf_counter() - t, passed
+
+
+def run_limit(bf: Any, keys: list[str]) -> float:
+    from pyspark.sql import functions as F
+
+    fmt = bf.table_format
+    shadow = fmt.read_partitions(bf.shadow_table, keys).withColumn("side", F.lit("shadow"))
+    live = fmt.read_partitions(bf.live_table, keys).withColumn("side", F.lit("live"))
+    t = time.perf_counter()
+    shadow.unionByName(live).groupBy("ds", "side").agg(F.count(F.lit(1)), F.avg("spend")).collect()
+    return time.perf_counter() - t
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m bench validate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--partitions", type=int, default=90)
+    ap.add_argument("--scale", type=int, default=1, help="x 200 entities per partition")
+    ap.add_argument(
+        "--naive-partitions",
+        type=int,
+        default=None,
+        help="time the naive loop on this many partitions and extrapolate (default: all)",
+    )
+    ap.add_argument("--out", type=Path, default=RESULTS / "validate.json")
+    args = ap.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="sb-bench-") as tmp:
+        bf, keys = build(Path(tmp), args.partitions, args.scale)
+        run_fast(bf, keys[:5])  # warm-up: JVM code paths and GX import, for both sides alike
+        run_naive(bf, keys[:1])
+        fast_s, verdicts, suites_pass = run_fast(bf, keys)
+        limit_s = run_limit(bf, keys)
+        naive_keys = keys[: args.naive_partitions] if args.naive_partitions else keys
+        naive_measured, gx_pass = run_naive(bf, naive_keys)
+        naive_s = naive_measured * len(keys) / len(naive_keys)
+        bf.spark.stop()
+
+    agree = all(suites_pass[k] == gx_pass[k] for k in gx_pass)
+    result = {
+        "scenario": "validate",
+        "partitions": args.partitions,
+        "rows_per_partition": 200 * args.scale,
+        "expectations": len(SUITE["expectations"]),
+        "fast_s": round(fast_s, 2),
+        "naive_s": round(naive_s, 2),
+        "naive_measured_partitions": len(naive_keys),
+        "limit_s": round(limit_s, 2),
+        "speedup_vs_naive": round(naive_s / fast_s, 1),
+        "ratio_to_limit": round(fast_s / limit_s, 1),
+        "targets": {"speedup_vs_naive": ">= 10", "ratio_to_limit": "<= 2 (issue 6)"},
+        "verdicts": {v: sum(1 for x in verdicts.values() if x == v) for v in ("pass", "warn", "fail")},
+        "naive_suite_agrees": agree,
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    n_exp = result["expectations"]
+    print(f"validate {args.partitions} partitions x {200 * args.scale} rows, {n_exp} expectations + drift")
+    print(f"  fast path        {fast_s:8.1f} s")
+    print(f"  naive loop       {naive_s:8.1f} s   ({len(naive_keys)} partitions measured)")
+    print(f"  one grouped scan {limit_s:8.1f} s")
+    print(f"  speedup vs naive {result['speedup_vs_naive']:8.1f} x  (target >= 10)")
+    print(f"  fast / limit     {result['ratio_to_limit']:8.1f} x")
+    print(f"  results: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
