@@ -19,10 +19,12 @@ from shadow_backfill.config import BackfillConfig, load_config
 from shadow_backfill.errors import UsageError
 from shadow_backfill.formats import TableFormat, format_for
 from shadow_backfill.partitions import PartitionScheme
+from shadow_backfill.promote import Promoter, PromotionPlan
 from shadow_backfill.recompute import ProgressCallback, Recompute, RunOptions, RunResult
 from shadow_backfill.report import ReportData, write_reports
+from shadow_backfill.rollback import Rollback
 from shadow_backfill.session import open_session
-from shadow_backfill.state import PartitionRecord, StateStore, VerdictRecord
+from shadow_backfill.state import PartitionRecord, PromotionRecord, StateStore, VerdictRecord
 from shadow_backfill.transform import Transform, load_transform
 from shadow_backfill.validate import ValidationResult, Validator
 
@@ -152,6 +154,54 @@ class Backfill:
             raise UsageError(f"no verdicts for {self.shadow_table} yet: run `shadow-backfill validate` first")
         data = ReportData(self.live_table, self.shadow_table, self.config.format, verdicts)
         return write_reports(data, Path(out_dir))
+
+    def promoter(self) -> Promoter:
+        return Promoter(
+            self.config,
+            self.spark,
+            self.store,
+            self.table_format,
+            self.scheme,
+            code_fingerprint=self._fingerprint_or_none(),
+        )
+
+    def _fingerprint_or_none(self) -> str | None:
+        try:
+            return self.transform.fingerprint
+        except Exception:
+            return None
+
+    def plan_promotion(self, partitions: list[str] | None = None, *, allow_warn: bool | None = None) -> PromotionPlan:
+        """What `promote` would do (the dry run): partitions, refusals with reasons, live version."""
+        return self.promoter().plan(partitions, allow_warn=self._allow_warn(allow_warn))
+
+    def promote(
+        self, partitions: list[str] | None = None, *, allow_warn: bool | None = None
+    ) -> tuple[PromotionPlan, PromotionRecord | None]:
+        """Promote passing partitions into live in one atomic commit. Naming partitions makes the
+        promotion all-or-nothing: any refused partition refuses the whole promotion."""
+        return self.promoter().promote(
+            partitions, allow_warn=self._allow_warn(allow_warn), strict=partitions is not None
+        )
+
+    def _allow_warn(self, allow_warn: bool | None) -> bool:
+        return self.config.promote.allow_warn if allow_warn is None else allow_warn
+
+    def rollback(
+        self, promotion_id: str | None = None, *, to_version: int | None = None, force: bool = False
+    ) -> PromotionRecord:
+        """Undo a promotion (or a rollback) by id, or restore the whole live table to a version."""
+        rb = Rollback(self.config, self.spark, self.store, self.table_format, self.scheme)
+        if (promotion_id is None) == (to_version is None):
+            raise UsageError("give exactly one of --promotion ID or --to-version V")
+        if promotion_id is not None:
+            return rb.undo(promotion_id, force=force)
+        assert to_version is not None
+        return rb.to_version(to_version)
+
+    def history(self) -> list[PromotionRecord]:
+        """Promotions and rollbacks of the live table, oldest first."""
+        return self.store.promotions(self.live_table)
 
     def verdicts(self) -> list[VerdictRecord]:
         """The stored verdicts, ascending by partition."""

@@ -202,6 +202,141 @@ def report(
 
 @app.command()
 @handle_errors
+def promote(
+    config: Path = ConfigArg,
+    partitions: str | None = typer.Option(
+        None, help="Comma-separated partitions (all-or-nothing); default: every validated partition that passed."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan; write nothing."),
+    allow_warn: bool | None = typer.Option(None, "--allow-warn/--no-allow-warn", help="Promote warned partitions."),
+) -> None:
+    """Promote passing shadow partitions into the live table in ONE atomic commit."""
+    bf = Backfill.from_config(config)
+    names = _split(partitions)
+    if dry_run:
+        print_plan(bf.plan_promotion(names, allow_warn=allow_warn), dry_run=True)
+        return
+    plan, rec = bf.promote(names, allow_warn=allow_warn)
+    print_plan(plan, dry_run=False)
+    if rec is None:
+        console.print("[yellow]nothing promoted[/]: no partition passed every check")
+        raise typer.Exit(1)
+    out.print(
+        f"promoted {len(rec.partitions)} partition(s) into {rec.live_table} as {rec.id}: "
+        f"live version {rec.live_version_before} -> {rec.live_version_after}",
+        highlight=False,
+    )
+
+
+def print_plan(plan: Any, *, dry_run: bool) -> None:
+    title = "promotion plan (dry run: nothing written)" if dry_run else "promotion"
+    table = Table(title=f"{title}; expects live version {plan.live_version}")
+    for col in ("partition", "action", "rows live → shadow", "detail"):
+        table.add_column(col)
+    for k in plan.partitions:
+        rows = plan.rows.get(k, {})
+        table.add_row(
+            k,
+            "[green]promote[/]",
+            f"{rows.get('live', '')} → {rows.get('shadow', '')}",
+            f"shadow version {plan.shadow_versions.get(k)}",
+        )
+    for k, reason in plan.refused.items():
+        table.add_row(k, "[red]refused[/]", "", reason)
+    out.print(table)
+
+
+@app.command()
+@handle_errors
+def rollback(
+    config: Path = ConfigArg,
+    promotion: str | None = typer.Option(None, "--promotion", help="Undo this promotion (or rollback) id."),
+    to_version: int | None = typer.Option(None, "--to-version", help="Restore the whole live table to a version."),
+    force: bool = typer.Option(False, help="Restore even if the partitions changed after the promotion."),
+) -> None:
+    """Undo a promotion exactly (its partitions, one atomic commit), or restore a whole version."""
+    rec = Backfill.from_config(config).rollback(promotion, to_version=to_version, force=force)
+    what = f"undid {rec.target}" if rec.target else f"restored version {rec.to_version}"
+    out.print(
+        f"{rec.id}: {what} on {len(rec.partitions)} partition(s) of {rec.live_table}: "
+        f"live version {rec.live_version_before} -> {rec.live_version_after}",
+        highlight=False,
+    )
+
+
+@app.command()
+@handle_errors
+def history(
+    config: Path = ConfigArg,
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON list instead of a table."),
+) -> None:
+    """Promotions and rollbacks of the live table, oldest first."""
+    recs = Backfill.from_config(config).history()
+    if as_json:
+        sys.stdout.write(json.dumps([r.as_dict() for r in recs], indent=2, default=str) + "\n")
+        return
+    table = Table(title="promotions and rollbacks")
+    for col in ("id", "kind", "at", "partitions", "live version", "undoes", "undone by", "user"):
+        table.add_column(col)
+    for r in recs:
+        parts = ", ".join(r.partitions[:3]) + (f" (+{len(r.partitions) - 3})" if len(r.partitions) > 3 else "")
+        table.add_row(
+            r.id,
+            r.kind,
+            r.at.strftime("%Y-%m-%d %H:%M:%S") if r.at else "",
+            parts,
+            f"{r.live_version_before} → {r.live_version_after}",
+            r.target or (f"v{r.to_version}" if r.to_version else ""),
+            r.undone_by or "",
+            r.user or "",
+        )
+    out.print(table)
+
+
+@app.command()
+@handle_errors
+def backfill(
+    config: Path = ConfigArg,
+    start: str | None = typer.Option(None, help="First partition."),
+    end: str | None = typer.Option(None, help="Last partition (included)."),
+    partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
+    max_parallel: int | None = typer.Option(None, min=1, help="Chunks written at once."),
+    force: bool = typer.Option(False, help="Recompute partitions that are already written."),
+    promote_passing: bool = typer.Option(True, "--promote/--no-promote", help="--no-promote stops after the report."),
+    report_dir: Path | None = typer.Option(
+        None, "--report", help="Report folder (default: report/ beside the config)."
+    ),
+) -> None:
+    """The main job: recompute -> validate -> promote what passed -> report."""
+    bf = Backfill.from_config(config)
+    names = _split(partitions)
+    result = run_with_progress(bf, start=start, end=end, partitions=names, max_parallel=max_parallel, force=force)
+    out.print(
+        f"recompute: {len(result.written)} written, {len(result.skipped)} skipped, {len(result.failed)} failed",
+        highlight=False,
+    )
+    checked = bf.validate(start, end, names)
+    print_verdicts(checked)
+    if promote_passing:
+        passing = [v.partition for v in checked.verdicts if v.verdict == "pass"]
+        if passing:
+            _, rec = bf.promote(passing)
+            assert rec is not None
+            out.print(
+                f"promoted {len(rec.partitions)} partition(s) as {rec.id}: live version "
+                f"{rec.live_version_before} -> {rec.live_version_after}",
+                highlight=False,
+            )
+        else:
+            out.print("promote: no partition passed; live is untouched", highlight=False)
+    paths = bf.report(report_dir or bf.config.base_dir / "report")
+    out.print(f"report: {paths['html']}", highlight=False)
+    if result.failed or not checked.ok:
+        raise typer.Exit(1)
+
+
+@app.command()
+@handle_errors
 def demo(
     directory: Path = typer.Argument(..., help="Folder for the demo (created if missing)."),
     format: str = typer.Option("iceberg", "--format", help="iceberg (offline, default) or delta (via Sail)."),

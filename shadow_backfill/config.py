@@ -168,6 +168,11 @@ class ValidationSpec(_Strict):
         return bool(spec and spec.ignore)
 
 
+class PromoteSpec(_Strict):
+    # Promote partitions whose verdict is warn too (default: only pass).
+    allow_warn: bool = False
+
+
 class StateSpec(_Strict):
     # SQLAlchemy URL; default: SQLite file beside the warehouse.
     url: str | None = None
@@ -188,6 +193,7 @@ class BackfillConfig(_Strict):
     state: StateSpec = Field(default_factory=StateSpec)
     expectations: list[str] = Field(default_factory=list)
     validation: ValidationSpec = Field(default_factory=ValidationSpec)
+    promote: PromoteSpec = Field(default_factory=PromoteSpec)
 
     # Set by load_config: the folder relative paths are resolved against, and the file's hash.
     base_dir: Path = Field(default=Path("."), exclude=True)

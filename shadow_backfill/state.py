@@ -88,6 +88,28 @@ verdicts = Table(
     Column("validated_at", DateTime(timezone=True)),
 )
 
+promotions = Table(
+    "promotions",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("kind", String(16), nullable=False),  # promote | rollback
+    Column("live_table", String(512), nullable=False, index=True),
+    Column("shadow_table", String(512)),
+    Column("partitions", Text, nullable=False),  # JSON list of keys
+    Column("live_version_before", BigInteger),
+    Column("live_version_after", BigInteger),
+    Column("shadow_versions", Text),  # JSON {partition: validated shadow version}
+    Column("validation_ids", Text),  # JSON list
+    Column("target", String(64)),  # for a rollback: the promotion (or rollback) it undoes
+    Column("to_version", BigInteger),  # for a whole-table rollback
+    Column("config_hash", String(64)),
+    Column("code_fingerprint", String(64)),
+    Column("user", String(128)),
+    Column("host", String(255)),
+    Column("at", DateTime(timezone=True)),
+    Column("undone_by", String(64)),
+)
+
 
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
@@ -193,7 +215,107 @@ class _VerdictStore:
         }
 
 
-class StateStore(_VerdictStore):
+@dataclass(frozen=True)
+class PromotionRecord:
+    id: str
+    kind: str
+    live_table: str
+    shadow_table: str | None
+    partitions: list[str]
+    live_version_before: int | None
+    live_version_after: int | None
+    shadow_versions: dict[str, int]
+    validation_ids: list[str]
+    target: str | None
+    to_version: int | None
+    config_hash: str | None
+    code_fingerprint: str | None
+    user: str | None
+    host: str | None
+    at: dt.datetime | None
+    undone_by: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["at"] = self.at.isoformat() if self.at else None
+        return d
+
+
+def _promotion(r: Any) -> PromotionRecord:
+    return PromotionRecord(
+        id=r["id"],
+        kind=r["kind"],
+        live_table=r["live_table"],
+        shadow_table=r["shadow_table"],
+        partitions=json.loads(r["partitions"]),
+        live_version_before=r["live_version_before"],
+        live_version_after=r["live_version_after"],
+        shadow_versions=json.loads(r["shadow_versions"] or "{}"),
+        validation_ids=json.loads(r["validation_ids"] or "[]"),
+        target=r["target"],
+        to_version=r["to_version"],
+        config_hash=r["config_hash"],
+        code_fingerprint=r["code_fingerprint"],
+        user=r["user"],
+        host=r["host"],
+        at=_aware(r["at"]),
+        undone_by=r["undone_by"],
+    )
+
+
+class _AuditTrail:
+    """Mixed into StateStore: every promotion and rollback, and which undid which."""
+
+    engine: Engine
+
+    def record_promotion(self, rec: PromotionRecord) -> None:
+        """Insert a promotion/rollback and, for a rollback, mark its target undone: one transaction."""
+        with self.engine.begin() as c:
+            c.execute(
+                promotions.insert().values(
+                    id=rec.id,
+                    kind=rec.kind,
+                    live_table=rec.live_table,
+                    shadow_table=rec.shadow_table,
+                    partitions=json.dumps(rec.partitions),
+                    live_version_before=rec.live_version_before,
+                    live_version_after=rec.live_version_after,
+                    shadow_versions=json.dumps(rec.shadow_versions),
+                    validation_ids=json.dumps(rec.validation_ids),
+                    target=rec.target,
+                    to_version=rec.to_version,
+                    config_hash=rec.config_hash,
+                    code_fingerprint=rec.code_fingerprint,
+                    user=current_user(),
+                    host=socket.gethostname(),
+                    at=rec.at or utcnow(),
+                    undone_by=None,
+                )
+            )
+            if rec.target is not None:
+                c.execute(update(promotions).where(promotions.c.id == rec.target).values(undone_by=rec.id))
+                # Undoing a rollback brings its promotion back: that promotion is live again.
+                inner = c.execute(select(promotions.c.kind, promotions.c.target).where(promotions.c.id == rec.target))
+                row = inner.first()
+                if row is not None and row.kind == "rollback" and row.target is not None:
+                    c.execute(update(promotions).where(promotions.c.id == row.target).values(undone_by=None))
+
+    def promotions(self, live_table: str) -> list[PromotionRecord]:
+        with self.engine.connect() as c:
+            rows = (
+                c.execute(select(promotions).where(promotions.c.live_table == live_table).order_by(promotions.c.at))
+                .mappings()
+                .all()
+            )
+        return [_promotion(r) for r in rows]
+
+    def promotion(self, promotion_id: str) -> PromotionRecord | None:
+        with self.engine.connect() as c:
+            row = c.execute(select(promotions).where(promotions.c.id == promotion_id)).mappings().first()
+        return _promotion(row) if row else None
+
+
+class StateStore(_VerdictStore, _AuditTrail):
     """All reads and writes of run and partition state go through here."""
 
     def __init__(self, url: str) -> None:
@@ -229,7 +351,7 @@ class StateStore(_VerdictStore):
                     config_hash=config_hash,
                     code_fingerprint=code_fingerprint,
                     status=RUNNING,
-                    user=_user(),
+                    user=current_user(),
                     host=socket.gethostname(),
                     args=json.dumps(dict(args), default=str),
                     started_at=utcnow(),
@@ -352,7 +474,7 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
-def _user() -> str:
+def current_user() -> str:
     try:
         return getpass.getuser()
     except Exception:

@@ -23,6 +23,7 @@ from shadow_backfill.errors import SessionError
 from shadow_backfill.partitions import PartitionScheme
 
 COMMIT_ID_PROPERTY = "shadow-backfill.commit-id"
+PARTITIONS_PROPERTY = "shadow-backfill.partitions"
 
 
 def empty_frame(spark: SparkSession, schema: StructType) -> DataFrame:
@@ -127,9 +128,27 @@ class TableFormat(ABC):
         if not keys:
             raise ValueError("overwrite_partitions needs at least one partition")
         commit_id = uuid.uuid4().hex
-        props = {**(properties or {}), COMMIT_ID_PROPERTY: commit_id}
+        props = {**(properties or {}), COMMIT_ID_PROPERTY: commit_id, PARTITIONS_PROPERTY: ",".join(keys)}
         self._overwrite(table, df, keys, props)
         return self.version_of_commit(table, commit_id)
+
+    def commits_touching(self, table: str, since: int | None, keys: Sequence[str]) -> list[tuple[Commit, list[str]]]:
+        """Commits after version `since` that may have changed any of `keys`, with the keys hit.
+
+        Our own commits name their partitions; a commit by another writer names none, so it is
+        taken to touch them all (the safe answer when deciding whether data changed).
+        """
+        commits = self.history(table)
+        versions = [c.version for c in commits]
+        start = versions.index(since) + 1 if since in versions else 0
+        wanted = set(keys)
+        out = []
+        for c in commits[start:]:
+            named = c.properties.get(PARTITIONS_PROPERTY)
+            hit = sorted(wanted if named is None else wanted.intersection(named.split(",")))
+            if hit:
+                out.append((c, hit))
+        return out
 
     def version_of_commit(self, table: str, commit_id: str) -> int:
         for c in reversed(self.history(table)):

@@ -1,0 +1,222 @@
+"""Promotion: the passing shadow partitions reach the live table in one atomic commit.
+
+The data promoted is read from the shadow table *as of the version that was validated*, so
+what lands in live is exactly what passed. Before writing, every partition is re-checked: its
+verdict must be pass (or warn, if allowed), no commit may have touched it in the shadow table
+after validation, and none may have touched the same live partition after validation read it.
+Any refusal names the partitions and the reason; nothing is written unless all checks hold.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from functools import reduce
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from shadow_backfill.config import BackfillConfig
+from shadow_backfill.errors import RefusedError, UsageError
+from shadow_backfill.formats import TableFormat
+from shadow_backfill.partitions import PartitionScheme
+from shadow_backfill.state import PromotionRecord, StateStore, VerdictRecord, current_user, utcnow
+
+
+@dataclass
+class PromotionPlan:
+    """What a promotion would do; `refused` holds partition -> reason for those left out."""
+
+    partitions: list[str]
+    refused: dict[str, str]
+    live_version: int | None
+    shadow_versions: dict[str, int]
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    validation_ids: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "partitions": self.partitions,
+            "refused": self.refused,
+            "live_version_expected": self.live_version,
+            "shadow_versions": self.shadow_versions,
+            "rows": self.rows,
+        }
+
+
+def new_id(kind: str) -> str:
+    return f"{kind}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
+
+
+def audit_properties(rec: PromotionRecord) -> dict[str, str]:
+    """The audit trail on the commit itself (Iceberg snapshot properties, Delta userMetadata)."""
+    props = {
+        "shadow-backfill.kind": rec.kind,
+        "shadow-backfill.promotion-id": rec.id,
+        "shadow-backfill.config-hash": rec.config_hash or "",
+        "shadow-backfill.code-fingerprint": rec.code_fingerprint or "",
+        "shadow-backfill.live-version-before": str(rec.live_version_before),
+        "shadow-backfill.user": rec.user or "",
+        "shadow-backfill.host": rec.host or "",
+    }
+    if rec.shadow_table:
+        props["shadow-backfill.shadow-table"] = rec.shadow_table
+        props["shadow-backfill.shadow-versions"] = ",".join(sorted({str(v) for v in rec.shadow_versions.values()}))
+        props["shadow-backfill.validation-ids"] = ",".join(rec.validation_ids)
+    if rec.target:
+        props["shadow-backfill.undoes"] = rec.target
+    return props
+
+
+class Promoter:
+    def __init__(
+        self,
+        config: BackfillConfig,
+        spark: SparkSession,
+        store: StateStore,
+        fmt: TableFormat,
+        scheme: PartitionScheme,
+        code_fingerprint: str | None = None,
+    ) -> None:
+        self.config = config
+        self.spark = spark
+        self.store = store
+        self.fmt = fmt
+        self.scheme = scheme
+        self.code_fingerprint = code_fingerprint
+
+    def plan(self, partitions: Sequence[str] | None = None, *, allow_warn: bool = False) -> PromotionPlan:
+        cfg = self.config
+        verdicts = self.store.verdicts(cfg.shadow)
+        records = self.store.records(cfg.shadow)
+        if partitions is None:
+            keys = sorted(verdicts, key=self.scheme.parse_key)
+            if not keys:
+                raise UsageError(f"nothing to promote: no partition of {cfg.shadow} has been validated")
+        else:
+            keys = [self.scheme.normalize(p) for p in partitions]
+            unknown = [k for k in keys if k not in verdicts and k not in records]
+            if unknown:
+                raise UsageError(f"unknown partition(s) {unknown[:5]}: never recomputed into {cfg.shadow}")
+        refused: dict[str, str] = {}
+        ok: list[str] = []
+        for k in keys:
+            v = verdicts.get(k)
+            if v is None:
+                refused[k] = "not validated"
+            elif v.verdict == "fail":
+                refused[k] = "verdict fail: " + "; ".join(c["message"] for c in v.reasons[:2])
+            elif v.verdict == "warn" and not allow_warn:
+                refused[k] = "verdict warn (set promote.allow_warn or pass --allow-warn): " + "; ".join(
+                    c["message"] for c in v.reasons[:2]
+                )
+            elif k in records and records[k].shadow_version != v.partition_version:
+                refused[k] = (
+                    f"shadow partition rewritten after validation (validated commit {v.partition_version}, "
+                    f"now {records[k].shadow_version}): validate again"
+                )
+            else:
+                ok.append(k)
+        self._refuse_changed(ok, verdicts, refused)
+        ok = [k for k in ok if k not in refused]
+        return PromotionPlan(
+            partitions=ok,
+            refused=refused,
+            live_version=self.fmt.current_version(cfg.live_table),
+            shadow_versions={k: sv for k in ok if (sv := verdicts[k].shadow_version) is not None},
+            rows={k: verdicts[k].metrics.get("rows", {}) for k in ok},
+            validation_ids=sorted({verdicts[k].validation_id or "" for k in ok} - {""}),
+        )
+
+    def _refuse_changed(self, keys: list[str], verdicts: dict[str, VerdictRecord], refused: dict[str, str]) -> None:
+        """Refuse partitions that a later commit touched, in shadow or in live, since validation."""
+        cfg = self.config
+        for table, attr, side in ((cfg.shadow, "shadow_version", "shadow"), (cfg.live_table, "live_version", "live")):
+            by_version: dict[int | None, list[str]] = {}
+            for k in keys:
+                by_version.setdefault(getattr(verdicts[k], attr), []).append(k)
+            for since, ks in by_version.items():
+                for commit, hit in self.fmt.commits_touching(table, since, ks):
+                    for k in hit:
+                        refused.setdefault(
+                            k,
+                            f"{side} partition changed after validation (commit {commit.version}, "
+                            f"{commit.operation or 'write'}): validate again",
+                        )
+
+    def promote(
+        self, partitions: Sequence[str] | None = None, *, allow_warn: bool = False, strict: bool = False
+    ) -> tuple[PromotionPlan, PromotionRecord | None]:
+        """Promote the plan's partitions in one commit. `strict`: refuse everything if any
+        requested partition is refused (the CLI uses it when partitions are named explicitly)."""
+        plan = self.plan(partitions, allow_warn=allow_warn)
+        if strict and plan.refused:
+            detail = "; ".join(f"{k}: {r}" for k, r in list(plan.refused.items())[:5])
+            raise RefusedError(f"promotion refused, nothing written: {detail}")
+        if not plan.partitions:
+            return plan, None
+        cfg = self.config
+        live_schema = self.fmt.schema(cfg.live_table)
+        frames = [
+            self.fmt.read_partitions(cfg.shadow, ks, version)
+            for version, ks in _group_by_value(plan.shadow_versions).items()
+        ]
+        shadow = reduce(DataFrame.unionByName, frames)
+        _check_promotable_schema(shadow, live_schema, cfg.shadow, cfg.live_table)
+        rec = PromotionRecord(
+            id=new_id("promote"),
+            kind="promote",
+            live_table=cfg.live_table,
+            shadow_table=cfg.shadow,
+            partitions=plan.partitions,
+            live_version_before=plan.live_version,
+            live_version_after=None,
+            shadow_versions=plan.shadow_versions,
+            validation_ids=plan.validation_ids,
+            target=None,
+            to_version=None,
+            config_hash=cfg.config_hash,
+            code_fingerprint=self.code_fingerprint,
+            user=None,
+            host=None,
+            at=utcnow(),
+            undone_by=None,
+        )
+        rec = write_and_record(self.fmt, self.store, rec, shadow.select(*live_schema.fieldNames()))
+        return plan, rec
+
+
+def write_and_record(fmt: TableFormat, store: StateStore, rec: PromotionRecord, df: DataFrame) -> PromotionRecord:
+    """One atomic overwrite of `rec.partitions` in live, then the audit record."""
+    rec = replace(rec, user=current_user(), host=socket.gethostname())
+    after = fmt.overwrite_partitions(rec.live_table, df, rec.partitions, audit_properties(rec))
+    rec = replace(rec, live_version_after=after)
+    store.record_promotion(rec)
+    return rec
+
+
+def _group_by_value(d: dict[str, int]) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = {}
+    for k, v in d.items():
+        out.setdefault(v, []).append(k)
+    return out
+
+
+def _check_promotable_schema(shadow: DataFrame, live_schema: Any, shadow_name: str, live_name: str) -> None:
+    have = {f.name: f.dataType for f in shadow.schema.fields}
+    problems = []
+    for f in live_schema.fields:
+        if f.name not in have:
+            problems.append(f"{f.name} (missing)")
+        elif have[f.name] != f.dataType:
+            problems.append(f"{f.name} ({have[f.name].simpleString()} vs {f.dataType.simpleString()})")
+    extra = [c for c in have if c not in live_schema.fieldNames()]
+    if problems or extra:
+        raise RefusedError(
+            f"cannot promote {shadow_name} into {live_name}: its schema differs "
+            f"(live columns: {problems or 'ok'}; columns live does not have: {extra or 'none'}); "
+            "evolve the live table's schema first"
+        )

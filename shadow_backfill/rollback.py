@@ -1,0 +1,99 @@
+"""Rollback: put live partitions back exactly as they were before a promotion.
+
+A rollback reads the live table as of the version before the promotion (time travel) and
+overwrites exactly the promotion's partitions in one commit, so other partitions and later
+unrelated commits stay as they are. It refuses when a later commit touched those partitions,
+unless forced. A rollback is itself a recorded promotion-like entry and can be undone the same
+way.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from shadow_backfill.config import BackfillConfig
+from shadow_backfill.errors import RefusedError, UsageError
+from shadow_backfill.formats import TableFormat
+from shadow_backfill.partitions import PartitionScheme
+from shadow_backfill.promote import new_id, write_and_record
+from shadow_backfill.state import PromotionRecord, StateStore, utcnow
+
+
+class Rollback:
+    def __init__(
+        self, config: BackfillConfig, spark: SparkSession, store: StateStore, fmt: TableFormat, scheme: PartitionScheme
+    ) -> None:
+        self.config = config
+        self.spark = spark
+        self.store = store
+        self.fmt = fmt
+        self.scheme = scheme
+
+    def undo(self, promotion_id: str, *, force: bool = False) -> PromotionRecord:
+        """Restore the partitions of promotion (or rollback) `promotion_id` to their content before it."""
+        live = self.config.live_table
+        rec = self.store.promotion(promotion_id)
+        if rec is None or rec.live_table != live:
+            raise UsageError(f"unknown promotion id {promotion_id!r} for {live} (see `shadow-backfill history`)")
+        if rec.undone_by:
+            raise RefusedError(
+                f"{promotion_id} was already rolled back by {rec.undone_by}; "
+                f"to bring it back, roll back {rec.undone_by}"
+            )
+        changed = self.fmt.commits_touching(live, rec.live_version_after, rec.partitions)
+        if changed and not force:
+            first, hit = changed[0]
+            raise RefusedError(
+                f"partitions {hit[:5]} of {live} changed after {promotion_id} (commit {first.version}); "
+                "nothing was written. Pass --force to restore them anyway"
+            )
+        return self._restore(rec.partitions, rec.live_version_before, target=promotion_id, to_version=None)
+
+    def to_version(self, version: int) -> PromotionRecord:
+        """Restore the whole live table to `version` in one commit (partitions added since are cleared)."""
+        live = self.config.live_table
+        if version not in {c.version for c in self.fmt.history(live)}:
+            raise UsageError(f"version {version} is not in the history of {live}")
+        keys = sorted(set(self.fmt.list_partitions(live)) | set(self._keys_at(version)), key=self.scheme.parse_key)
+        if not keys:
+            raise UsageError(f"{live} has no partitions now or at version {version}: nothing to restore")
+        return self._restore(keys, version, target=None, to_version=version)
+
+    def _keys_at(self, version: int) -> list[str]:
+        rows = (
+            self.fmt.read(self.config.live_table, version)
+            .select(F.col(self.scheme.column).cast("string").alias("k"))
+            .distinct()
+            .collect()
+        )
+        return [k for k in (self.scheme.key_from_column_text(r["k"]) for r in rows) if k is not None]
+
+    def _restore(
+        self, keys: list[str], version: int | None, *, target: str | None, to_version: int | None
+    ) -> PromotionRecord:
+        live = self.config.live_table
+        # An empty table before (version None): restoring means clearing the partitions.
+        df: DataFrame = (
+            self.fmt.read(live).limit(0) if version is None else self.fmt.read_partitions(live, keys, version)
+        )
+        rec = PromotionRecord(
+            id=new_id("rollback"),
+            kind="rollback",
+            live_table=live,
+            shadow_table=None,
+            partitions=keys,
+            live_version_before=self.fmt.current_version(live),
+            live_version_after=None,
+            shadow_versions={},
+            validation_ids=[],
+            target=target,
+            to_version=to_version,
+            config_hash=self.config.config_hash,
+            code_fingerprint=None,
+            user=None,
+            host=None,
+            at=utcnow(),
+            undone_by=None,
+        )
+        return write_and_record(self.fmt, self.store, rec, df)

@@ -1,0 +1,129 @@
+"""Promotion and rollback behaviour every table format must have."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sb_test_transforms as t
+from chispa import assert_df_equality
+from conftest import END, START, MakeBackfill
+from pyspark.sql import functions as F
+from typer.testing import CliRunner
+
+from shadow_backfill import Backfill, RefusedError, UsageError
+from shadow_backfill.cli import app
+
+DRIFT = "2024-01-05"
+
+
+def _same(a, b) -> None:
+    assert_df_equality(a, b, ignore_row_order=True, ignore_nullable=True, ignore_column_order=True)
+
+
+QUIET = {m: {"warn": None, "fail": None} for m in ("mean_shift", "std_change", "psi", "ks")}
+
+
+def validated(make: MakeBackfill) -> Backfill:
+    """Recomputed and validated: DRIFT fails (a key dropped), the other nine pass. Distribution
+    thresholds are off so the verdicts depend only on the row/key checks (5 rows a day is tiny)."""
+    bf = make(transform={"function": "sb_test_transforms:drift_on_one_day"}, validation=QUIET)
+    assert bf.run(START, END).ok
+    bf.validate()
+    return bf
+
+
+def promote_exactly_the_passing_partitions_then_roll_back(make: MakeBackfill) -> None:
+    bf = validated(make)
+    fmt = bf.table_format
+    live_before = fmt.current_version(bf.live_table)
+    before = bf.read_live().collect()
+
+    plan = bf.plan_promotion()
+    assert DRIFT in plan.refused and "verdict fail" in plan.refused[DRIFT]
+    assert len(plan.partitions) == 9 and plan.live_version == live_before
+    assert fmt.current_version(bf.live_table) == live_before, "a dry run writes nothing"
+
+    plan, rec = bf.promote()
+    assert rec is not None and rec.partitions == plan.partitions and DRIFT not in rec.partitions
+    assert rec.live_version_before == live_before and rec.live_version_after == fmt.current_version(bf.live_table)
+    # exactly one commit on live, carrying the audit trail
+    commits = fmt.commits_touching(bf.live_table, live_before, rec.partitions)
+    assert [c.version for c, _ in commits] == [rec.live_version_after]
+    props = commits[0][0].properties
+    assert props["shadow-backfill.promotion-id"] == rec.id and props["shadow-backfill.kind"] == "promote"
+    assert props["shadow-backfill.config-hash"] == bf.config.config_hash
+    # promoted live partitions equal their shadow partitions; the failed one is unchanged
+    _same(bf.read_live(rec.partitions), bf.read_shadow(rec.partitions))
+    _same(bf.read_live([DRIFT]), bf.read_live([DRIFT], version=live_before))
+    assert bf.read_live([DRIFT]).count() == t.ROWS_PER_DAY
+
+    # promoting again changes nothing: live changed after validation, so everything is refused
+    again_plan, again = bf.promote()
+    assert again is None and set(again_plan.refused) == set(bf.scheme.expand(START, END))
+
+    rb = bf.rollback(rec.id)
+    assert rb.target == rec.id and sorted(rb.partitions) == sorted(rec.partitions)
+    assert sorted(bf.read_live().collect()) == sorted(before), "rollback restores the pre-promotion content"
+    with pytest.raises(RefusedError, match="already rolled back"):
+        bf.rollback(rec.id)
+    # a rollback can itself be undone: the promotion is back
+    redo = bf.rollback(rb.id)
+    _same(bf.read_live(rec.partitions), bf.read_shadow(rec.partitions))
+    hist = bf.history()
+    assert [h.kind for h in hist] == ["promote", "rollback", "rollback"]
+    assert hist[0].undone_by is None and hist[1].undone_by == redo.id
+
+    # the whole table back to the version before the promotion
+    whole = bf.rollback(to_version=live_before)
+    assert whole.to_version == live_before
+    assert sorted(bf.read_live().collect()) == sorted(before)
+
+    rows = json.loads(CliRunner().invoke(app, ["history", str(bf.config_path), "--json"]).stdout)  # type: ignore[attr-defined]
+    assert [r["kind"] for r in rows] == ["promote", "rollback", "rollback", "rollback"]
+    for key in ("id", "kind", "partitions", "live_version_before", "live_version_after", "at"):
+        assert key in rows[0]
+
+
+def refusals(make: MakeBackfill) -> None:
+    bf = validated(make)
+    live_before = bf.table_format.current_version(bf.live_table)
+    with pytest.raises(RefusedError, match=f"{DRIFT}: verdict fail"):
+        bf.promote([DRIFT, "2024-01-01"])  # named partitions: all or nothing
+    with pytest.raises(UsageError, match="never recomputed"):
+        bf.promote(["2023-12-31"])
+    with pytest.raises(UsageError, match="unknown promotion id"):
+        bf.rollback("promote-nope")
+    # the shadow partition is rewritten after validation -> refused, says which
+    bf.run(partitions=["2024-01-02"], force=True)
+    plan = bf.plan_promotion()
+    assert "rewritten after validation" in plan.refused["2024-01-02"]
+    # the live partition changes after validation -> refused, says which
+    live_df = bf.read_live(["2024-01-03"]).withColumn("amount", F.col("amount") + 1)
+    bf.table_format.overwrite_partitions(bf.live_table, live_df, ["2024-01-03"])
+    plan = bf.plan_promotion()
+    assert "live partition changed after validation" in plan.refused["2024-01-03"]
+    assert "2024-01-04" in plan.partitions
+    assert bf.table_format.current_version(bf.live_table) != live_before
+    # a rollback refuses when the partitions changed after the promotion, unless forced
+    _, rec = bf.promote(["2024-01-04"])
+    assert rec is not None
+    changed = bf.read_live(["2024-01-04"]).withColumn("amount", F.col("amount") + 1)
+    bf.table_format.overwrite_partitions(bf.live_table, changed, ["2024-01-04"])
+    with pytest.raises(RefusedError, match="changed after"):
+        bf.rollback(rec.id)
+    forced = bf.rollback(rec.id, force=True)
+    assert forced.target == rec.id
+
+
+def backfill_main_job(make: MakeBackfill) -> None:
+    bf = make(transform={"function": "sb_test_transforms:drift_on_one_day"}, validation=QUIET)
+    cfg = str(bf.config_path)  # type: ignore[attr-defined]
+    out = bf.config.base_dir / "rep"
+    result = CliRunner().invoke(app, ["backfill", cfg, "--start", START, "--end", END, "--report", str(out)])
+    assert result.exit_code == 1, result.output  # one partition failed validation
+    assert "9 pass, 0 warn, 1 fail" in result.output and "promoted 9 partition(s)" in result.output
+    assert (out / "report.html").is_file()
+    promoted = [k for k in bf.scheme.expand(START, END) if k != DRIFT]
+    _same(bf.read_live(promoted), bf.read_shadow(promoted))
+    assert bf.read_live([DRIFT]).count() == t.ROWS_PER_DAY
