@@ -97,6 +97,9 @@ class RunSpec(_Strict):
     chunk_size: PositiveInt | Literal["auto"] = "auto"
     max_chunk_size: PositiveInt = 31
     target_rows_per_chunk: PositiveInt = 5_000_000
+    # Leases on partitions being recomputed: renewed while the run lives, expire after this long
+    # if the holder vanishes (at once if it is a dead process on this host).
+    lease_ttl_s: float = Field(default=300.0, gt=0)
 
 
 class Threshold(_Strict):

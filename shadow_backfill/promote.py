@@ -12,7 +12,8 @@ from __future__ import annotations
 import socket
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import reduce
 from typing import Any
@@ -23,7 +24,7 @@ from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import RefusedError, UsageError
 from shadow_backfill.formats import TableFormat
 from shadow_backfill.partitions import PartitionScheme
-from shadow_backfill.state import PromotionRecord, StateStore, VerdictRecord, current_user, utcnow
+from shadow_backfill.state import PromotionRecord, StateStore, VerdictRecord, current_user, lock_owner, utcnow
 
 
 @dataclass
@@ -152,6 +153,20 @@ class Promoter:
     ) -> tuple[PromotionPlan, PromotionRecord | None]:
         """Promote the plan's partitions in one commit. `strict`: refuse everything if any
         requested partition is refused (the CLI uses it when partitions are named explicitly)."""
+        promotion_id = new_id("promote")
+        candidates = (
+            [self.scheme.normalize(p) for p in partitions]
+            if partitions is not None
+            else sorted(self.store.verdicts(self.config.shadow), key=self.scheme.parse_key)
+        )
+        with live_partition_locks(self.store, self.config.live_table, candidates, promotion_id):
+            return self._promote_locked(promotion_id, partitions, allow_warn=allow_warn, strict=strict)
+
+    def _promote_locked(
+        self, promotion_id: str, partitions: Sequence[str] | None, *, allow_warn: bool, strict: bool
+    ) -> tuple[PromotionPlan, PromotionRecord | None]:
+        # Planned under the locks: a promotion that finished just before us is seen as a live
+        # change after validation, so nothing is applied twice.
         plan = self.plan(partitions, allow_warn=allow_warn)
         if strict and plan.refused:
             detail = "; ".join(f"{k}: {r}" for k, r in list(plan.refused.items())[:5])
@@ -187,6 +202,32 @@ class Promoter:
         )
         rec = write_and_record(self.fmt, self.store, rec, shadow.select(*live_schema.fieldNames()))
         return plan, rec
+
+
+LOCK_TTL_S = 3600.0
+
+
+@contextmanager
+def live_partition_locks(store: StateStore, live_table: str, keys: Sequence[str], action_id: str) -> Iterator[None]:
+    """Hold every live partition a promotion or rollback will write, or refuse at once.
+
+    Two writers of overlapping partitions: exactly one gets the locks; the other fails cleanly
+    before reading or writing anything, and names who holds them.
+    """
+    owner = lock_owner(action_id)
+    resources = [f"promote:{live_table}:{k}" for k in keys]
+    _, others = store.acquire(resources, owner, LOCK_TTL_S)
+    try:
+        if others:
+            holders = sorted(set(others.values()))
+            parts = [r.rsplit(":", 1)[-1] for r in sorted(others)][:5]
+            raise RefusedError(
+                f"partitions {parts} of {live_table} are being written by another promotion or rollback "
+                f"({', '.join(holders)}); nothing was written, try again when it has finished"
+            )
+        yield
+    finally:
+        store.release(owner)
 
 
 def write_and_record(fmt: TableFormat, store: StateStore, rec: PromotionRecord, df: DataFrame) -> PromotionRecord:

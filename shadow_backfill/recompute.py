@@ -8,6 +8,7 @@ transition, so a rerun skips what is written and redoes anything else.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import threading
@@ -26,7 +27,7 @@ from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import RefusedError, TableNotFoundError, TransformError
 from shadow_backfill.formats import TableFormat
 from shadow_backfill.partitions import PartitionScheme
-from shadow_backfill.state import FAILED, WRITTEN, StateStore
+from shadow_backfill.state import FAILED, WRITTEN, StateStore, lock_owner
 from shadow_backfill.transform import Transform
 
 MAX_COMMIT_CONFLICTS = 20
@@ -56,6 +57,7 @@ class RunResult:
     written: dict[str, int] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
     chunks: list[list[str]] = field(default_factory=list)
+    held: dict[str, str] = field(default_factory=dict)  # partition -> the run holding its lease
     shadow_version: int | None = None
     peak_parallel: int = 0
     code_fingerprint: str = ""
@@ -71,6 +73,7 @@ class RunResult:
             "skipped": len(self.skipped),
             "written": len(self.written),
             "failed": len(self.failed),
+            "held_by_other_runs": len(self.held),
             "chunks": len(self.chunks),
             "shadow_version": self.shadow_version,
             "code_fingerprint": self.code_fingerprint,
@@ -215,6 +218,44 @@ class Recompute:
             result.shadow_version = self.fmt.current_version(self.shadow) if self.fmt.exists(self.shadow) else None
             return result
 
+        owner = lock_owner(run_id)
+        ttl = cfg.run.lease_ttl_s
+        _, others = self.store.acquire([self._lease(k) for k in to_do], owner, ttl)
+        if others:
+            # Another live run is recomputing these right now: leave them to it.
+            result.held = {k: others[self._lease(k)] for k in to_do if self._lease(k) in others}
+            to_do = [k for k in to_do if k not in result.held]
+        if not options.force:
+            # A run that finished between our plan and our leases has written some already.
+            fresh = self.store.records(self.shadow, to_do)
+            done = {
+                k for k, r in fresh.items() if r.status == WRITTEN and r.code_fingerprint == self.transform.fingerprint
+            }
+            result.skipped += [k for k in to_do if k in done]
+            to_do = [k for k in to_do if k not in done]
+        try:
+            return self._run_leased(options, result, to_do, max_parallel, retries, on_progress, owner, ttl)
+        finally:
+            self.store.release(owner)
+
+    def _lease(self, key: str) -> str:
+        return f"recompute:{self.shadow}:{key}"
+
+    def _run_leased(
+        self,
+        options: RunOptions,
+        result: RunResult,
+        to_do: list[str],
+        max_parallel: int,
+        retries: int,
+        on_progress: ProgressCallback | None,
+        owner: str,
+        ttl: float,
+    ) -> RunResult:
+        cfg = self.config
+        run_id = result.run_id
+        if not to_do:
+            return result
         size = options.chunk_size or (cfg.run.chunk_size if cfg.run.chunk_size != "auto" else None)
         if size is None:
             size = self._auto_chunk_size(len(to_do), max_parallel)
@@ -233,6 +274,9 @@ class Recompute:
         )
         self.store.mark_pending(self.shadow, to_do, run_id)
         status = FAILED
+        stop = threading.Event()
+        heartbeat = threading.Thread(target=self._heartbeat, args=(owner, ttl, stop), daemon=True)
+        heartbeat.start()
         try:
             with ThreadPoolExecutor(max_workers=max_parallel, thread_name_prefix="recompute") as pool:
                 futures = {
@@ -246,9 +290,16 @@ class Recompute:
                         on_progress(chunk, outcome)
             status = "succeeded" if result.ok else FAILED
         finally:
+            stop.set()
             self.store.finish_run(run_id, status)
         result.shadow_version = self.fmt.current_version(self.shadow)
         return result
+
+    def _heartbeat(self, owner: str, ttl: float, stop: threading.Event) -> None:
+        while not stop.wait(ttl / 3):
+            # A missed renewal only shortens the lease; the next one may succeed.
+            with contextlib.suppress(Exception):
+                self.store.renew(owner, ttl)
 
     def _auto_chunk_size(self, n: int, max_parallel: int) -> int:
         rows_per_partition = None

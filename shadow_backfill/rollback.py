@@ -16,7 +16,7 @@ from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import RefusedError, UsageError
 from shadow_backfill.formats import TableFormat
 from shadow_backfill.partitions import PartitionScheme
-from shadow_backfill.promote import new_id, write_and_record
+from shadow_backfill.promote import live_partition_locks, new_id, write_and_record
 from shadow_backfill.state import PromotionRecord, StateStore, utcnow
 
 
@@ -41,14 +41,21 @@ class Rollback:
                 f"{promotion_id} was already rolled back by {rec.undone_by}; "
                 f"to bring it back, roll back {rec.undone_by}"
             )
-        changed = self.fmt.commits_touching(live, rec.live_version_after, rec.partitions)
-        if changed and not force:
-            first, hit = changed[0]
-            raise RefusedError(
-                f"partitions {hit[:5]} of {live} changed after {promotion_id} (commit {first.version}); "
-                "nothing was written. Pass --force to restore them anyway"
+        rollback_id = new_id("rollback")
+        with live_partition_locks(self.store, live, rec.partitions, rollback_id):
+            again = self.store.promotion(promotion_id)
+            if again is not None and again.undone_by:  # undone while we waited for the locks
+                raise RefusedError(f"{promotion_id} was already rolled back by {again.undone_by}")
+            changed = self.fmt.commits_touching(live, rec.live_version_after, rec.partitions)
+            if changed and not force:
+                first, hit = changed[0]
+                raise RefusedError(
+                    f"partitions {hit[:5]} of {live} changed after {promotion_id} (commit {first.version}); "
+                    "nothing was written. Pass --force to restore them anyway"
+                )
+            return self._restore(
+                rollback_id, rec.partitions, rec.live_version_before, target=promotion_id, to_version=None
             )
-        return self._restore(rec.partitions, rec.live_version_before, target=promotion_id, to_version=None)
 
     def to_version(self, version: int) -> PromotionRecord:
         """Restore the whole live table to `version` in one commit (partitions added since are cleared)."""
@@ -58,7 +65,9 @@ class Rollback:
         keys = sorted(set(self.fmt.list_partitions(live)) | set(self._keys_at(version)), key=self.scheme.parse_key)
         if not keys:
             raise UsageError(f"{live} has no partitions now or at version {version}: nothing to restore")
-        return self._restore(keys, version, target=None, to_version=version)
+        rollback_id = new_id("rollback")
+        with live_partition_locks(self.store, live, keys, rollback_id):
+            return self._restore(rollback_id, keys, version, target=None, to_version=version)
 
     def _keys_at(self, version: int) -> list[str]:
         rows = (
@@ -70,7 +79,7 @@ class Rollback:
         return [k for k in (self.scheme.key_from_column_text(r["k"]) for r in rows) if k is not None]
 
     def _restore(
-        self, keys: list[str], version: int | None, *, target: str | None, to_version: int | None
+        self, rollback_id: str, keys: list[str], version: int | None, *, target: str | None, to_version: int | None
     ) -> PromotionRecord:
         live = self.config.live_table
         # An empty table before (version None): restoring means clearing the partitions.
@@ -78,7 +87,7 @@ class Rollback:
             self.fmt.read(live).limit(0) if version is None else self.fmt.read_partitions(live, keys, version)
         )
         rec = PromotionRecord(
-            id=new_id("rollback"),
+            id=rollback_id,
             kind="rollback",
             live_table=live,
             shadow_table=None,

@@ -129,3 +129,63 @@ def sail_spark(warehouse: Path) -> Iterator[Any]:
 @pytest.fixture
 def make_delta_backfill(tmp_path: Path, warehouse: Path, sail_spark: Any) -> MakeBackfill:
     return _factory("delta", tmp_path, warehouse, sail_spark)
+
+
+def _pg_bin() -> Path | None:
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    return found[-1].parent if found else None
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL server (Debian's package) on loopback, for the shared state store."""
+    import shutil
+    import socket
+    import subprocess
+
+    pg = _pg_bin()
+    if pg is None:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL is missing in CI: .ci/run installs Debian's postgresql")
+        pytest.skip("PostgreSQL server not installed (apt-get install postgresql)")
+    import tempfile
+
+    # Not under pytest's tmp dir: its parents are private to root, and the server runs as postgres.
+    data = Path(tempfile.mkdtemp(prefix="sb-pg-")) / "data"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    if os.geteuid() == 0:
+        shutil.chown(data.parent, "postgres")
+    subprocess.run(
+        [*as_pg, str(pg / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"], check=True, capture_output=True
+    )
+    subprocess.run(
+        [
+            *as_pg,
+            str(pg / "pg_ctl"),
+            "-D",
+            str(data),
+            "-w",
+            "-l",
+            str(data.parent / "log"),
+            "-o",
+            f"-h 127.0.0.1 -p {port} -k {data.parent}",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*as_pg, str(pg / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"], capture_output=True)
+        shutil.rmtree(data.parent, ignore_errors=True)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'shared-state.db'}"
+    return str(request.getfixturevalue("postgres_url"))
