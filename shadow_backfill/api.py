@@ -19,7 +19,7 @@ from shadow_backfill.config import BackfillConfig, load_config
 from shadow_backfill.errors import UsageError
 from shadow_backfill.formats import TableFormat, format_for
 from shadow_backfill.partitions import PartitionScheme
-from shadow_backfill.promote import Promoter, PromotionPlan
+from shadow_backfill.promote import Promoter, PromotionPlan, reconcile
 from shadow_backfill.recompute import ProgressCallback, Recompute, RunOptions, RunResult
 from shadow_backfill.report import ReportData, write_reports
 from shadow_backfill.rollback import Rollback
@@ -200,7 +200,9 @@ class Backfill:
         return rb.to_version(to_version)
 
     def history(self) -> list[PromotionRecord]:
-        """Promotions and rollbacks of the live table, oldest first."""
+        """Promotions and rollbacks of the live table, oldest first (commits missing from the
+        state store, e.g. after a crash between commit and audit row, are recorded first)."""
+        reconcile(self.table_format, self.store, self.live_table)
         return self.store.promotions(self.live_table)
 
     def verdicts(self) -> list[VerdictRecord]:

@@ -9,6 +9,7 @@ Any refusal names the partitions and the reason; nothing is written unless all c
 
 from __future__ import annotations
 
+import datetime as dt
 import socket
 import time
 import uuid
@@ -23,6 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import RefusedError, UsageError
 from shadow_backfill.formats import TableFormat
+from shadow_backfill.formats.base import PARTITIONS_PROPERTY
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.state import PromotionRecord, StateStore, VerdictRecord, current_user, lock_owner, utcnow
 
@@ -167,6 +169,7 @@ class Promoter:
     ) -> tuple[PromotionPlan, PromotionRecord | None]:
         # Planned under the locks: a promotion that finished just before us is seen as a live
         # change after validation, so nothing is applied twice.
+        reconcile(self.fmt, self.store, self.config.live_table)
         plan = self.plan(partitions, allow_warn=allow_warn)
         if strict and plan.refused:
             detail = "; ".join(f"{k}: {r}" for k, r in list(plan.refused.items())[:5])
@@ -228,6 +231,47 @@ def live_partition_locks(store: StateStore, live_table: str, keys: Sequence[str]
         yield
     finally:
         store.release(owner)
+
+
+def reconcile(fmt: TableFormat, store: StateStore, live_table: str) -> list[str]:
+    """Record promotions/rollbacks that reached the live table but not the state store.
+
+    The commit is the source of truth: a process killed between its commit and its audit row
+    leaves the audit trail on the commit itself, and this puts the row back. Returns the ids added.
+    """
+    known = {p.id for p in store.promotions(live_table)}
+    added = []
+    for c in fmt.history(live_table):
+        props = c.properties
+        pid = props.get("shadow-backfill.promotion-id")
+        if not pid or pid in known:
+            continue
+        before = props.get("shadow-backfill.live-version-before", "None")
+        versions = [int(v) for v in props.get("shadow-backfill.shadow-versions", "").split(",") if v]
+        keys = [k for k in props.get(PARTITIONS_PROPERTY, "").split(",") if k]
+        rec = PromotionRecord(
+            id=pid,
+            kind=props.get("shadow-backfill.kind", "promote"),
+            live_table=live_table,
+            shadow_table=props.get("shadow-backfill.shadow-table"),
+            partitions=keys,
+            live_version_before=int(before) if before not in ("None", "") else None,
+            live_version_after=c.version,
+            shadow_versions={k: versions[0] for k in keys} if len(versions) == 1 else {},
+            validation_ids=[v for v in props.get("shadow-backfill.validation-ids", "").split(",") if v],
+            target=props.get("shadow-backfill.undoes"),
+            to_version=None,
+            config_hash=props.get("shadow-backfill.config-hash"),
+            code_fingerprint=props.get("shadow-backfill.code-fingerprint"),
+            user=props.get("shadow-backfill.user"),
+            host=props.get("shadow-backfill.host"),
+            at=dt.datetime.fromtimestamp(c.timestamp_ms / 1000, dt.timezone.utc) if c.timestamp_ms else utcnow(),
+            undone_by=None,
+        )
+        store.record_promotion(rec)
+        known.add(pid)
+        added.append(pid)
+    return added
 
 
 def write_and_record(fmt: TableFormat, store: StateStore, rec: PromotionRecord, df: DataFrame) -> PromotionRecord:

@@ -16,7 +16,7 @@ from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import RefusedError, UsageError
 from shadow_backfill.formats import TableFormat
 from shadow_backfill.partitions import PartitionScheme
-from shadow_backfill.promote import live_partition_locks, new_id, write_and_record
+from shadow_backfill.promote import live_partition_locks, new_id, reconcile, write_and_record
 from shadow_backfill.state import PromotionRecord, StateStore, utcnow
 
 
@@ -33,6 +33,7 @@ class Rollback:
     def undo(self, promotion_id: str, *, force: bool = False) -> PromotionRecord:
         """Restore the partitions of promotion (or rollback) `promotion_id` to their content before it."""
         live = self.config.live_table
+        reconcile(self.fmt, self.store, live)
         rec = self.store.promotion(promotion_id)
         if rec is None or rec.live_table != live:
             raise UsageError(f"unknown promotion id {promotion_id!r} for {live} (see `shadow-backfill history`)")

@@ -296,8 +296,8 @@ class _AuditTrail:
                     to_version=rec.to_version,
                     config_hash=rec.config_hash,
                     code_fingerprint=rec.code_fingerprint,
-                    user=current_user(),
-                    host=socket.gethostname(),
+                    user=rec.user or current_user(),
+                    host=rec.host or socket.gethostname(),
                     at=rec.at or utcnow(),
                     undone_by=None,
                 )

@@ -93,3 +93,9 @@ def drift_on_one_day(spark: SparkSession, partitions: list[dt.date]) -> DataFram
 
 def with_extra_column(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
     return events(spark, partitions).withColumn("extra", F.lit(1))
+
+
+def nudged_with_one_bad_day(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    """Every amount moves a little (passes validation, but visibly differs from live), and
+    DRIFT_DAY is broken as in drift_on_one_day."""
+    return drift_on_one_day(spark, partitions).withColumn("amount", F.col("amount") + 0.5)

@@ -1,0 +1,138 @@
+"""Kill tests: `kill -9` of the tool's process at a seeded random point, 20 trials per phase.
+
+Delta tables through Sail: the CLI process runs its own embedded Sail server, so each trial
+starts in about a second and the kill takes the whole engine down with it, as a crash would.
+Outcomes are written to $SB_KILL_REPORT (JSON) when set, and always printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sb_test_transforms as t
+from chispa import assert_df_equality
+from conftest import END, START, MakeBackfill
+from promote_cases import QUIET
+
+pytestmark = [pytest.mark.sail, pytest.mark.slow]
+
+TRIALS = int(os.environ.get("SB_KILL_TRIALS", "20"))
+SEED = 20261122
+
+
+def _cli(bf: Any, *args: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "SB_SLOW_SECONDS": "0.05", "SPARK_LOCAL_IP": "127.0.0.1"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "shadow_backfill.cli", args[0], str(bf.config_path), *args[1:]],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def _kill_after(proc: subprocess.Popen[bytes], delay: float) -> str:
+    deadline = time.monotonic() + delay
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return "finished before the kill"
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    return "killed"
+
+
+def _report(phase: str, outcomes: list[dict[str, Any]]) -> None:
+    summary = {
+        "phase": phase,
+        "trials": len(outcomes),
+        "seed": SEED,
+        "outcomes": dict(Counter(o["outcome"] for o in outcomes)),
+        "all_ok": all(o["ok"] for o in outcomes),
+    }
+    print(json.dumps(summary))
+    path = os.environ.get("SB_KILL_REPORT")
+    if path:
+        existing = json.loads(Path(path).read_text()) if Path(path).exists() else []
+        Path(path).write_text(json.dumps([*existing, summary], indent=2))
+
+
+def test_killed_recompute_resumes_to_identical_content(make_delta_backfill: MakeBackfill) -> None:
+    rng = random.Random(SEED)
+    outcomes = []
+    for trial in range(TRIALS):
+        bf = make_delta_backfill(transform={"function": "sb_test_transforms:slow"}, spark={"remote": "sail"})
+        delay = rng.uniform(0.3, 3.0)
+        proc = _cli(bf, "run", "--start", START, "--end", END, "--chunk-size", "1", "--max-parallel", "2")
+        how = _kill_after(proc, delay)
+        written_before = sum(1 for r in bf.status() if r.status == "written")
+        resumed = bf.run(START, END)
+        shadow = bf.read_shadow()
+        expected = t.events(bf.spark, [bf.scheme.value(k) for k in bf.scheme.expand(START, END)])
+        assert resumed.ok, (trial, resumed.failed)
+        assert shadow.count() == shadow.select("ds", "id").distinct().count() == 10 * t.ROWS_PER_DAY, trial
+        assert_df_equality(shadow, expected, ignore_row_order=True, ignore_nullable=True)
+        outcomes.append(
+            {
+                "trial": trial,
+                "delay_s": round(delay, 2),
+                "outcome": how,
+                "written_before_kill": written_before,
+                "ok": True,
+            }
+        )
+    _report("recompute", outcomes)
+    assert sum(o["outcome"] == "killed" for o in outcomes) >= TRIALS // 2, "most trials must really kill mid-run"
+
+
+def test_killed_promotion_is_all_or_nothing(make_delta_backfill: MakeBackfill) -> None:
+    rng = random.Random(SEED + 1)
+    outcomes = []
+    for trial in range(TRIALS):
+        bf = make_delta_backfill(
+            transform={"function": "sb_test_transforms:nudged_with_one_bad_day"},
+            validation=QUIET,
+            spark={"remote": "sail"},
+        )
+        bf.run(START, END)
+        bf.validate()
+        passing = [k for k in bf.scheme.expand(START, END) if k != "2024-01-05"]
+        before = sorted(bf.read_live().collect())
+        shadow_rows = sorted(bf.read_shadow(passing).collect())
+        assert shadow_rows != sorted(bf.read_live(passing).collect()), "promotion must visibly change live"
+        delay = rng.uniform(0.2, 1.6)
+        how = _kill_after(_cli(bf, "promote"), delay)
+        live = sorted(bf.read_live().collect())
+        promoted_now = sorted(bf.read_live(passing).collect())
+        if live == before:
+            state = "before"
+        else:
+            state = "after"
+            assert promoted_now == shadow_rows, f"trial {trial}: live is half-written"
+        history = bf.history()  # reconciles a commit whose audit row the kill prevented
+        assert len(history) == (1 if state == "after" else 0), (trial, state, history)
+        # rerunning the promotion never applies it twice
+        _, rec = bf.promote()
+        if state == "after":
+            assert rec is None, f"trial {trial}: promotion applied twice"
+        else:
+            assert rec is not None and sorted(rec.partitions) == passing
+        assert sorted(bf.read_live(passing).collect()) == shadow_rows
+        assert len(bf.history()) == 1
+        outcomes.append({"trial": trial, "delay_s": round(delay, 2), "outcome": f"{how}, live {state}", "ok": True})
+    _report("promote", outcomes)
+    kinds = Counter(o["outcome"] for o in outcomes)
+    assert (
+        kinds["killed, live before"] >= 1
+        and (kinds["killed, live after"] + kinds["finished before the kill, live after"]) >= 1
+    ), kinds
