@@ -33,7 +33,7 @@ app = typer.Typer(
     add_completion=False,
     help="Recompute partitions into a shadow table, validate them, and promote only what passes.",
 )
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -176,6 +176,8 @@ class Recompute:
         self.scheme = scheme
         self.shadow = config.shadow
         self._lock = threading.Lock()
+        self._create_lock = threading.Lock()
+        self._shadow_ready = False
         self._in_flight = 0
 
     def plan(self, options: RunOptions) -> tuple[list[str], list[str]]:
@@ -261,8 +263,7 @@ class Recompute:
             size = self._auto_chunk_size(len(to_do), max_parallel)
         result.chunks = chunked(to_do, size)
 
-        self._ensure_shadow(result.chunks[0])
-        shadow_schema = self.fmt.schema(self.shadow)
+        shadow_schema = self._shadow_schema(result.chunks[0])
 
         self.store.start_run(
             run_id,
@@ -292,7 +293,7 @@ class Recompute:
         finally:
             stop.set()
             self.store.finish_run(run_id, status)
-        result.shadow_version = self.fmt.current_version(self.shadow)
+        result.shadow_version = self.fmt.current_version(self.shadow) if self.fmt.exists(self.shadow) else None
         return result
 
     def _heartbeat(self, owner: str, ttl: float, stop: threading.Event) -> None:
@@ -317,23 +318,31 @@ class Recompute:
             target_rows=self.config.run.target_rows_per_chunk,
         )
 
-    def _ensure_shadow(self, first_chunk: Sequence[str]) -> None:
-        """Create the shadow table partitioned like live, with the transform's output schema.
-
-        The schema comes from the transform (a new version may add or retype columns, which
-        validation then reports as a schema diff); analysing the plan runs no Spark job.
+    def _shadow_schema(self, first_chunk: Sequence[str]) -> StructType:
+        """The shadow table's schema: its own if it exists, else the transform's output schema
+        (a new version may add or retype columns; validation reports it as a schema diff).
+        Analysing the plan runs no Spark job, and nothing is created until a chunk passes its checks.
         """
         if self.fmt.exists(self.shadow):
-            return
+            return self.fmt.schema(self.shadow)
         schema = self.transform(self.spark, list(first_chunk)).schema
         part = self.scheme.column
         if part not in schema.fieldNames():
             raise TransformError(f"transform {self.transform.name} output has no partition column {part!r}")
-        try:
-            self.fmt.create_like(self.config.live_table, self.shadow, schema)
-        except Exception:
-            if not self.fmt.exists(self.shadow):  # a concurrent run may have created it first
-                raise
+        return schema
+
+    def _create_shadow_once(self, schema: StructType) -> None:
+        """Create the shadow partitioned like live, right before the first write that passed its checks."""
+        with self._create_lock:
+            if self._shadow_ready or self.fmt.exists(self.shadow):
+                self._shadow_ready = True
+                return
+            try:
+                self.fmt.create_like(self.config.live_table, self.shadow, schema)
+            except Exception:
+                if not self.fmt.exists(self.shadow):  # a concurrent run may have created it first
+                    raise
+            self._shadow_ready = True
 
     def _run_chunk(
         self, keys: list[str], shadow_schema: StructType, run_id: str, retries: int, result: RunResult
@@ -379,6 +388,7 @@ class Recompute:
         what = f"transform {self.transform.name}"
         df = align_to_schema(self.transform(self.spark, keys), shadow_schema, what)
         counts = count_rows_by_partition(df, self.scheme, keys, what)
+        self._create_shadow_once(shadow_schema)
         version = self.fmt.overwrite_partitions(
             self.shadow,
             df,

@@ -99,3 +99,7 @@ def nudged_with_one_bad_day(spark: SparkSession, partitions: list[dt.date]) -> D
     """Every amount moves a little (passes validation, but visibly differs from live), and
     DRIFT_DAY is broken as in drift_on_one_day."""
     return drift_on_one_day(spark, partitions).withColumn("amount", F.col("amount") + 0.5)
+
+
+def boom(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    raise ValueError(f"cannot compute {partitions[0]}")
