@@ -52,6 +52,14 @@ def _kill_after(proc: subprocess.Popen[bytes], delay: float) -> str:
     return "killed"
 
 
+def _duration(proc: subprocess.Popen[bytes]) -> float:
+    """How long an uninterrupted run takes on this machine: kill points are drawn within it, so
+    the trials cover before and after the commit on a fast laptop and a slow CI box alike."""
+    started = time.monotonic()
+    proc.wait(timeout=300)
+    return time.monotonic() - started
+
+
 def _report(phase: str, outcomes: list[dict[str, Any]]) -> None:
     summary = {
         "phase": phase,
@@ -70,9 +78,11 @@ def _report(phase: str, outcomes: list[dict[str, Any]]) -> None:
 def test_killed_recompute_resumes_to_identical_content(make_delta_backfill: MakeBackfill) -> None:
     rng = random.Random(SEED)
     outcomes = []
+    probe = make_delta_backfill(transform={"function": "sb_test_transforms:slow"}, spark={"remote": "sail"})
+    full = _duration(_cli(probe, "run", "--start", START, "--end", END, "--chunk-size", "1", "--max-parallel", "2"))
     for trial in range(TRIALS):
         bf = make_delta_backfill(transform={"function": "sb_test_transforms:slow"}, spark={"remote": "sail"})
-        delay = rng.uniform(0.3, 3.0)
+        delay = rng.uniform(0.1, 0.9) * full
         proc = _cli(bf, "run", "--start", START, "--end", END, "--chunk-size", "1", "--max-parallel", "2")
         how = _kill_after(proc, delay)
         written_before = sum(1 for r in bf.status() if r.status == "written")
@@ -98,7 +108,8 @@ def test_killed_recompute_resumes_to_identical_content(make_delta_backfill: Make
 def test_killed_promotion_is_all_or_nothing(make_delta_backfill: MakeBackfill) -> None:
     rng = random.Random(SEED + 1)
     outcomes = []
-    for trial in range(TRIALS):
+    full = 0.0
+    for trial in range(-1, TRIALS):  # trial -1 measures an uninterrupted promotion
         bf = make_delta_backfill(
             transform={"function": "sb_test_transforms:nudged_with_one_bad_day"},
             validation=QUIET,
@@ -110,7 +121,10 @@ def test_killed_promotion_is_all_or_nothing(make_delta_backfill: MakeBackfill) -
         before = sorted(bf.read_live().collect())
         shadow_rows = sorted(bf.read_shadow(passing).collect())
         assert shadow_rows != sorted(bf.read_live(passing).collect()), "promotion must visibly change live"
-        delay = rng.uniform(0.2, 1.6)
+        if trial < 0:
+            full = _duration(_cli(bf, "promote"))
+            continue
+        delay = rng.uniform(0.2, 1.2) * full
         how = _kill_after(_cli(bf, "promote"), delay)
         live = sorted(bf.read_live().collect())
         promoted_now = sorted(bf.read_live(passing).collect())
@@ -129,7 +143,15 @@ def test_killed_promotion_is_all_or_nothing(make_delta_backfill: MakeBackfill) -
             assert rec is not None and sorted(rec.partitions) == passing
         assert sorted(bf.read_live(passing).collect()) == shadow_rows
         assert len(bf.history()) == 1
-        outcomes.append({"trial": trial, "delay_s": round(delay, 2), "outcome": f"{how}, live {state}", "ok": True})
+        outcomes.append(
+            {
+                "trial": trial,
+                "delay_s": round(delay, 2),
+                "of_s": round(full, 2),
+                "outcome": f"{how}, live {state}",
+                "ok": True,
+            }
+        )
     _report("promote", outcomes)
     kinds = Counter(o["outcome"] for o in outcomes)
     assert (
