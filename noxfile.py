@@ -13,10 +13,12 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 @nox.session(python=False)
 def tests(session: nox.Session) -> None:
-    """Classic Spark (Iceberg) tests, then the Sail (Delta over Spark Connect) tests in their own
-    process: one Python process cannot hold both kinds of Spark session."""
-    session.run("python", "-m", "pytest", "-m", "not sail", *session.posargs)
+    """Classic Spark (Iceberg) tests, then the Sail (Delta over Spark Connect) tests, then the
+    multi-executor test, each group in its own process: one Python process holds one kind of
+    Spark session (local, Spark Connect, local-cluster)."""
+    session.run("python", "-m", "pytest", "-m", "not sail and not cluster", *session.posargs)
     session.run("python", "-m", "pytest", "-m", "sail", *session.posargs)
+    session.run("python", "-m", "pytest", "-m", "cluster", *session.posargs)
 
 
 @nox.session(python=False)

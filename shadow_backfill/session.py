@@ -69,6 +69,11 @@ def open_session(config: BackfillConfig) -> SparkSession:
         return spark
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if config.spark.master.startswith("local-cluster") and "SPARK_HOME" not in os.environ:
+        # local-cluster launches worker JVMs through SPARK_HOME's scripts; pip's PySpark ships them.
+        import pyspark
+
+        os.environ["SPARK_HOME"] = os.path.dirname(pyspark.__file__)
     conf: dict[str, str] = dict(DEFAULT_CONF)
     log4j = Path(__file__).with_name("resources") / "log4j2.properties"
     conf["spark.driver.extraJavaOptions"] = f"-Dlog4j.configurationFile=file:{log4j}"
