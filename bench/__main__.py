@@ -1,4 +1,4 @@
-"""`python -m bench SCENARIO [options]`; scenarios: validate."""
+"""`python -m bench SCENARIO [options]`; scenarios: recompute, validate, promote, all."""
 
 from __future__ import annotations
 
@@ -10,12 +10,23 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 0
     scenario, rest = argv[0], argv[1:]
-    if scenario == "validate":
-        from bench.validate_bench import main as run
+    runners = {
+        "recompute": "bench.recompute_bench",
+        "validate": "bench.validate_bench",
+        "promote": "bench.promote_bench",
+    }
+    if scenario == "all":
+        import subprocess
 
-        return run(rest)
-    print(f"unknown scenario {scenario!r}; known: validate", file=sys.stderr)
-    return 2
+        # one process per scenario: each needs a fresh Spark session
+        codes = [subprocess.call([sys.executable, "-m", "bench", name, *rest]) for name in runners]
+        return max(codes)
+    if scenario not in runners:
+        print(f"unknown scenario {scenario!r}; known: {', '.join(runners)}, all", file=sys.stderr)
+        return 2
+    import importlib
+
+    return int(importlib.import_module(runners[scenario]).main(rest))
 
 
 if __name__ == "__main__":

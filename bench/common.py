@@ -1,0 +1,57 @@
+"""Shared bench helpers: a seeded demo-shaped workspace and result output."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+RESULTS = Path(__file__).parent / "results"
+
+
+def keys_for(partitions: int) -> list[str]:
+    start = dt.date(2024, 1, 1)
+    return [(start + dt.timedelta(days=i)).isoformat() for i in range(partitions)]
+
+
+def workspace(workdir: Path, *, scale: int, transform: str, extra: dict[str, Any] | None = None) -> Any:
+    """A Backfill over a seeded live table built by the demo's v1 transform (200 x scale rows/day)."""
+    from shadow_backfill import Backfill
+    from shadow_backfill.config import load_config
+    from shadow_backfill.demo import features
+
+    features.ENTITIES = 200 * scale
+    cfg = {
+        "live_table": "local.bench.features",
+        "format": "iceberg",
+        "partition": {"column": "ds"},
+        "keys": ["entity_id"],
+        "transform": {"function": f"shadow_backfill.demo.features:{transform}"},
+        "spark": {"master": "local[*]", "warehouse": "warehouse", "conf": {"spark.sql.shuffle.partitions": "8"}},
+        **(extra or {}),
+    }
+    (workdir / "bench.yaml").write_text(yaml.safe_dump(cfg))
+    return Backfill(load_config(workdir / "bench.yaml"))
+
+
+def seed_live(bf: Any, keys: list[str], table: str | None = None) -> None:
+    from shadow_backfill.demo import features
+
+    fmt = bf.table_format
+    df = features.features_v1(bf.spark, [bf.scheme.value(k) for k in keys])
+    fmt.create(table or bf.live_table, df.schema, ["ds"])
+    fmt.overwrite_partitions(table or bf.live_table, df, keys)
+
+
+def write_result(name: str, result: dict[str, Any], out: Path | None = None) -> Path:
+    result = {**result, "machine": {"cpus": os.cpu_count(), "python": platform.python_version()}}
+    path = out or RESULTS / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    return path
