@@ -95,3 +95,32 @@ def test_fast_path_matches_gx(frame: Any, suite: int) -> None:
     # the corpus must not be trivially all-pass: both outcomes occur
     outcomes = {o.success for text in texts for o in fast[text]}
     assert outcomes == {True, False}
+
+
+def test_validator_uniqueness_and_job_count_match_gx(frame: Any) -> None:
+    """The validator judges uniqueness from the facts job, not from evaluate_fast: hold that
+    path to GX too, and hold the profiler to its two Spark jobs."""
+    from shadow_backfill.validate.drift import DriftProfiler
+    from shadow_backfill.validate.expectations import judge_unique
+
+    unique = [e for suite in CORPUS for e in suite if e.type == "expect_column_values_to_be_unique"]
+    profiler = DriftProfiler(
+        frame, frame, partition="ds", keys=["id"], max_categories=2, unique_columns=[e.kwargs["column"] for e in unique]
+    )
+    texts = [d.isoformat() for d in DAYS]
+    profiles = profiler.run(texts)
+    assert profiler.jobs == 2
+    disagreements = []
+    for d, text in zip(DAYS, texts, strict=True):
+        reference = {o.expectation: o.success for o in evaluate_with_gx(frame.filter(F.col("ds") == F.lit(d)), unique)}
+        for e in unique:
+            ok, _, detail = judge_unique(e, *profiles[text].unique[e.kwargs["column"]])
+            if ok != reference[e.id]:
+                disagreements.append((text, e.id, ok, reference[e.id], detail))
+    assert not disagreements, "\n".join(map(str, disagreements))
+    # 'cat' has 3 values per partition, over max_categories=2: not compared by frequency
+    assert all("categories" not in p.columns.get("cat", {}) for p in profiles.values())
+    # shadow == live: no key-level difference, but the 5th has duplicate ids
+    dup = {t: p.keys["duplicates"] for t, p in profiles.items()}
+    assert dup["2024-01-05"] > 0 and all(v == 0 for t, v in dup.items() if t != "2024-01-05")
+    assert all(p.keys["added"] == p.keys["removed"] == 0 for p in profiles.values())

@@ -21,7 +21,13 @@ from shadow_backfill.formats import TableFormat
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.state import WRITTEN, StateStore
 from shadow_backfill.validate.drift import DriftProfiler
-from shadow_backfill.validate.expectations import evaluate_fast, judge_compiled, split_supported
+from shadow_backfill.validate.expectations import (
+    evaluate_fast,
+    judge_compiled,
+    judge_unique,
+    outcome,
+    split_supported,
+)
 from shadow_backfill.validate.suites import Suite, check_columns, load_suites
 from shadow_backfill.validate.verdict import FAIL, PASS, WARN, Check, Judge, PartitionVerdict
 
@@ -133,8 +139,9 @@ class Validator:
 
     def _judge(self, keys: list[str], shadow: Any, live: Any, suites: list[Suite]) -> list[PartitionVerdict]:
         expectations = [e for s in suites for e in s.expectations]
-        compiled, _, _ = split_supported(expectations)
-        # The compiled expectations ride along in the drift profile pass (no extra scan).
+        compiled, unique, _ = split_supported(expectations)
+        # Compiled expectations ride along in the profile job and uniqueness in the facts job:
+        # only expectations GX alone can evaluate cost work of their own.
         extra = {name: col for c in compiled for name, col in c.aggs.items()}
         profiler = DriftProfiler(
             shadow,
@@ -143,11 +150,12 @@ class Validator:
             keys=self.config.keys,
             max_categories=self.config.validation.max_categories,
             extra_aggs=extra,
+            unique_columns=[e.kwargs["column"] for e in unique],
         )
         text_of = {k: self.scheme.column_text(k) for k in keys}
         texts = list(text_of.values())
         profiles = profiler.run(texts)
-        done = {c.expectation.id for c in compiled}
+        done = {c.expectation.id for c in compiled} | {e.id for e in unique}
         others = [e for e in expectations if e.id not in done]
         other_outcomes = evaluate_fast(shadow, F.col(self.scheme.column).cast("string"), others, texts)
 
@@ -157,6 +165,7 @@ class Validator:
             prof = profiles[text_of[k]]
             prof.key = k
             row = prof.shadow_aggs if prof.shadow_rows else None
-            outcomes = [judge_compiled(c, row) for c in compiled] + other_outcomes[text_of[k]]
-            out.append(judge.judge(prof, outcomes))
+            outcomes = [judge_compiled(c, row) for c in compiled]
+            outcomes += [outcome(e, judge_unique(e, *prof.unique[e.kwargs["column"]])) for e in unique]
+            out.append(judge.judge(prof, outcomes + other_outcomes[text_of[k]]))
         return out
