@@ -30,3 +30,10 @@ def lint(session: nox.Session) -> None:
 @nox.session(python=False)
 def typecheck(session: nox.Session) -> None:
     session.run("mypy", "shadow_backfill")
+
+
+@nox.session(python=False)
+def bench(session: nox.Session) -> None:
+    """Every benchmark scenario and the table of ratios against the targets (not part of CI:
+    minutes of seeded workloads; results land in bench/results/*.json)."""
+    session.run("python", "-m", "bench", "all", *session.posargs)

@@ -55,3 +55,9 @@ def write_result(name: str, result: dict[str, Any], out: Path | None = None) -> 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2) + "\n")
     return path
+
+
+def check(name: str, value: float, op: str, target: float) -> dict[str, Any]:
+    """One target, as every scenario reports it and `python -m bench all` tabulates it."""
+    ok = value >= target if op == ">=" else value <= target
+    return {"name": name, "value": value, "target": f"{op} {target}", "ok": ok}

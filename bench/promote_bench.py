@@ -9,7 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import keys_for, seed_live, workspace, write_result
+from bench.common import check, keys_for, seed_live, workspace, write_result
 
 
 def main(argv: list[str]) -> int:
@@ -52,6 +52,7 @@ def main(argv: list[str]) -> int:
         "ratio_to_plain": round(tool_s / plain_s, 2),
         "targets": {"ratio_to_plain": "<= 1.2"},
     }
+    res["checks"] = [check("promote: promote / plain overwrite", res["ratio_to_plain"], "<=", 1.2)]
     path = write_result("promote", res, args.out)
     print(f"promote {args.partitions} partitions x {200 * args.scale} rows")
     print(f"  promote          {tool_s:8.1f} s")

@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import keys_for, seed_live, workspace, write_result
+from bench.common import check, keys_for, seed_live, workspace, write_result
 
 
 def main(argv: list[str]) -> int:
@@ -73,6 +73,10 @@ def main(argv: list[str]) -> int:
         "same_content_as_loop": same,
         "targets": {"speedup_vs_loop": ">= 4", "ratio_to_bulk": "<= 1.5"},
     }
+    res["checks"] = [
+        check("recompute: per-partition loop / tool", res["speedup_vs_loop"], ">=", 4),
+        check("recompute: tool / one bulk overwrite", res["ratio_to_bulk"], "<=", 1.5),
+    ]
     path = write_result("recompute", res, args.out)
     print(f"recompute {args.partitions} partitions x {200 * args.scale} rows ({len(result.chunks)} chunks)")
     print(f"  tool             {tool_s:8.1f} s")

@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.common import check
+
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 RESULTS = Path(__file__).parent / "results"
@@ -171,6 +173,10 @@ def main(argv: list[str]) -> int:
         "naive_suite_agrees": agree,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
     }
+    result["checks"] = [
+        check("validate: naive loop / tool", result["speedup_vs_naive"], ">=", 10),
+        check("validate: tool / one grouped scan", result["ratio_to_limit"], "<=", 2),
+    ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     n_exp = result["expectations"]

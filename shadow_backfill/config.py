@@ -95,7 +95,7 @@ class RunSpec(_Strict):
     retry_backoff_s: float = Field(default=1.0, ge=0)
     # Partitions per Spark job: an integer, or "auto" (see recompute.choose_chunk_size).
     chunk_size: PositiveInt | Literal["auto"] = "auto"
-    max_chunk_size: PositiveInt = 31
+    max_chunk_size: PositiveInt = 100
     target_rows_per_chunk: PositiveInt = 5_000_000
     # Leases on partitions being recomputed: renewed while the run lives, expire after this long
     # if the holder vanishes (at once if it is a dead process on this host).

@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import RefusedError, UsageError
 from shadow_backfill.formats import TableFormat
-from shadow_backfill.formats.base import PARTITIONS_PROPERTY
+from shadow_backfill.formats.base import PARTITIONS_PROPERTY, Commit
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.state import PromotionRecord, StateStore, VerdictRecord, current_user, lock_owner, utcnow
 
@@ -90,6 +90,15 @@ class Promoter:
         self.fmt = fmt
         self.scheme = scheme
         self.code_fingerprint = code_fingerprint
+        self._histories: dict[str, list[Commit]] | None = None
+
+    def _history(self, table: str) -> list[Commit]:
+        """A table's commits, read once per promotion (each read is a Spark job)."""
+        if self._histories is None:
+            return self.fmt.history(table)
+        if table not in self._histories:
+            self._histories[table] = self.fmt.history(table)
+        return self._histories[table]
 
     def plan(self, partitions: Sequence[str] | None = None, *, allow_warn: bool = False) -> PromotionPlan:
         cfg = self.config
@@ -142,7 +151,7 @@ class Promoter:
             for k in keys:
                 by_version.setdefault(getattr(verdicts[k], attr), []).append(k)
             for since, ks in by_version.items():
-                for commit, hit in self.fmt.commits_touching(table, since, ks):
+                for commit, hit in self.fmt.commits_touching(table, since, ks, self._history(table)):
                     for k in hit:
                         refused.setdefault(
                             k,
@@ -162,14 +171,18 @@ class Promoter:
             else sorted(self.store.verdicts(self.config.shadow), key=self.scheme.parse_key)
         )
         with live_partition_locks(self.store, self.config.live_table, candidates, promotion_id):
-            return self._promote_locked(promotion_id, partitions, allow_warn=allow_warn, strict=strict)
+            self._histories = {}
+            try:
+                return self._promote_locked(promotion_id, partitions, allow_warn=allow_warn, strict=strict)
+            finally:
+                self._histories = None
 
     def _promote_locked(
         self, promotion_id: str, partitions: Sequence[str] | None, *, allow_warn: bool, strict: bool
     ) -> tuple[PromotionPlan, PromotionRecord | None]:
         # Planned under the locks: a promotion that finished just before us is seen as a live
         # change after validation, so nothing is applied twice.
-        reconcile(self.fmt, self.store, self.config.live_table)
+        reconcile(self.fmt, self.store, self.config.live_table, self._history(self.config.live_table))
         plan = self.plan(partitions, allow_warn=allow_warn)
         if strict and plan.refused:
             detail = "; ".join(f"{k}: {r}" for k, r in list(plan.refused.items())[:5])
@@ -233,7 +246,9 @@ def live_partition_locks(store: StateStore, live_table: str, keys: Sequence[str]
         store.release(owner)
 
 
-def reconcile(fmt: TableFormat, store: StateStore, live_table: str) -> list[str]:
+def reconcile(
+    fmt: TableFormat, store: StateStore, live_table: str, history: Sequence[Commit] | None = None
+) -> list[str]:
     """Record promotions/rollbacks that reached the live table but not the state store.
 
     The commit is the source of truth: a process killed between its commit and its audit row
@@ -241,7 +256,7 @@ def reconcile(fmt: TableFormat, store: StateStore, live_table: str) -> list[str]
     """
     known = {p.id for p in store.promotions(live_table)}
     added = []
-    for c in fmt.history(live_table):
+    for c in fmt.history(live_table) if history is None else history:
         props = c.properties
         pid = props.get("shadow-backfill.promotion-id")
         if not pid or pid in known:

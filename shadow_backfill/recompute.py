@@ -85,23 +85,26 @@ def choose_chunk_size(
     max_parallel: int,
     *,
     rows_per_partition: float | None = None,
-    max_chunk: int = 31,
+    max_chunk: int = 100,
     target_rows: int = 5_000_000,
 ) -> int:
     """How many partitions share one Spark job.
 
-    Every chunk pays a fixed cost (a check job, a write job and a table commit, around a second
-    on a small cluster), which dominates when partitions are small. So: aim for about four
-    chunks per worker (enough to balance load and keep resume granular), never more than
-    `max_chunk` partitions, and never more than `target_rows` rows in one job when the live
-    table's metadata tells us partition sizes.
+    Every chunk pays a fixed cost (a check job, a write job, a table commit and a version
+    lookup: about a second of a worker's time on a small cluster), which dominates when
+    partitions are small: the benchmark measured 180 partitions of 200 rows in 8 chunks at
+    2.2x one bulk overwrite, in 2 chunks at 1.0x. So, when the live table's metadata gives
+    partition sizes, a chunk is as large as it may be: one per worker, at most `target_rows`
+    rows and `max_chunk` partitions (what a crash makes us redo). Without sizes, aim for about
+    four chunks per worker, which balances uneven partitions and keeps resume granular.
     """
     if n <= max_parallel:
         return 1
-    size = min(math.ceil(n / (max_parallel * 4)), max_chunk)
     if rows_per_partition and rows_per_partition > 0:
-        size = min(size, max(1, int(target_rows // rows_per_partition)))
-    return max(1, size)
+        size = min(math.ceil(n / max_parallel), int(target_rows // rows_per_partition))
+    else:
+        size = math.ceil(n / (max_parallel * 4))
+    return max(1, min(size, max_chunk))
 
 
 def chunked(keys: Sequence[str], size: int) -> list[list[str]]:

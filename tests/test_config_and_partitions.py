@@ -132,6 +132,8 @@ def test_sql_literals_cannot_inject() -> None:
 
 def test_chunk_size_rule() -> None:
     assert choose_chunk_size(2, 4) == 1
-    assert choose_chunk_size(180, 2) == 23  # ceil(180 / 8)
-    assert choose_chunk_size(1000, 2) == 31  # capped
+    assert choose_chunk_size(180, 2) == 23  # sizes unknown: ceil(180 / 8), four chunks per worker
+    assert choose_chunk_size(1000, 2) == 100  # capped
+    assert choose_chunk_size(180, 2, rows_per_partition=200) == 90  # small partitions: one chunk per worker
     assert choose_chunk_size(180, 2, rows_per_partition=1_000_000) == 5  # 5M rows per job
+    assert choose_chunk_size(180, 2, rows_per_partition=200, max_chunk=31) == 31

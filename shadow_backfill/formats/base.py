@@ -132,13 +132,15 @@ class TableFormat(ABC):
         self._overwrite(table, df, keys, props)
         return self.version_of_commit(table, commit_id)
 
-    def commits_touching(self, table: str, since: int | None, keys: Sequence[str]) -> list[tuple[Commit, list[str]]]:
+    def commits_touching(
+        self, table: str, since: int | None, keys: Sequence[str], commits: Sequence[Commit] | None = None
+    ) -> list[tuple[Commit, list[str]]]:
         """Commits after version `since` that may have changed any of `keys`, with the keys hit.
 
         Our own commits name their partitions; a commit by another writer names none, so it is
         taken to touch them all (the safe answer when deciding whether data changed).
         """
-        commits = self.history(table)
+        commits = self.history(table) if commits is None else commits
         versions = [c.version for c in commits]
         start = versions.index(since) + 1 if since in versions else 0
         wanted = set(keys)
