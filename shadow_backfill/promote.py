@@ -13,7 +13,7 @@ import datetime as dt
 import socket
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import reduce
@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import RefusedError, UsageError
 from shadow_backfill.formats import TableFormat
-from shadow_backfill.formats.base import PARTITIONS_PROPERTY, Commit
+from shadow_backfill.formats.base import PARTITIONS_PROPERTY, Commit, LiveChangedError, Written
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.state import PromotionRecord, StateStore, VerdictRecord, current_user, lock_owner, utcnow
 
@@ -48,6 +48,9 @@ class PromotionPlan:
             "shadow_versions": self.shadow_versions,
             "rows": self.rows,
         }
+
+
+_UNREAD: Any = object()
 
 
 def new_id(kind: str) -> str:
@@ -91,6 +94,8 @@ class Promoter:
         self.scheme = scheme
         self.code_fingerprint = code_fingerprint
         self._histories: dict[str, list[Commit]] | None = None
+        # Called between the plan and the commit (tests inject another writer's commit here).
+        self.before_commit: Callable[[PromotionPlan], None] | None = None
 
     def _history(self, table: str) -> list[Commit]:
         """A table's commits, read once per promotion (each read is a Spark job)."""
@@ -100,8 +105,15 @@ class Promoter:
             self._histories[table] = self.fmt.history(table)
         return self._histories[table]
 
-    def plan(self, partitions: Sequence[str] | None = None, *, allow_warn: bool = False) -> PromotionPlan:
+    def plan(
+        self, partitions: Sequence[str] | None = None, *, allow_warn: bool = False, live_version: Any = _UNREAD
+    ) -> PromotionPlan:
+        """What a promotion would do now. `live_version`: the live version read before the
+        history was (the version the commit will be bound to)."""
         cfg = self.config
+        if live_version is _UNREAD:
+            live_version = self.fmt.current_version(cfg.live_table)
+        self.fmt.check_distinct(cfg.live_table, cfg.shadow)
         verdicts = self.store.verdicts(cfg.shadow)
         records = self.store.records(cfg.shadow)
         if partitions is None:
@@ -137,7 +149,7 @@ class Promoter:
         return PromotionPlan(
             partitions=ok,
             refused=refused,
-            live_version=self.fmt.current_version(cfg.live_table),
+            live_version=live_version,
             shadow_versions={k: sv for k in ok if (sv := verdicts[k].shadow_version) is not None},
             rows={k: verdicts[k].metrics.get("rows", {}) for k in ok},
             validation_ids=sorted({verdicts[k].validation_id or "" for k in ok} - {""}),
@@ -153,11 +165,7 @@ class Promoter:
             for since, ks in by_version.items():
                 for commit, hit in self.fmt.commits_touching(table, since, ks, self._history(table)):
                     for k in hit:
-                        refused.setdefault(
-                            k,
-                            f"{side} partition changed after validation (commit {commit.version}, "
-                            f"{commit.operation or 'write'}): validate again",
-                        )
+                        refused.setdefault(k, _changed_reason(side, commit))
 
     def promote(
         self, partitions: Sequence[str] | None = None, *, allow_warn: bool = False, strict: bool = False
@@ -180,15 +188,33 @@ class Promoter:
     def _promote_locked(
         self, promotion_id: str, partitions: Sequence[str] | None, *, allow_warn: bool, strict: bool
     ) -> tuple[PromotionPlan, PromotionRecord | None]:
-        # Planned under the locks: a promotion that finished just before us is seen as a live
-        # change after validation, so nothing is applied twice.
-        reconcile(self.fmt, self.store, self.config.live_table, self._history(self.config.live_table))
-        plan = self.plan(partitions, allow_warn=allow_warn)
-        if strict and plan.refused:
-            detail = "; ".join(f"{k}: {r}" for k, r in list(plan.refused.items())[:5])
-            raise RefusedError(f"promotion refused, nothing written: {detail}")
-        if not plan.partitions:
-            return plan, None
+        for _ in range(MAX_REPLANS):
+            # The live version is read before the history: a commit landing in between is seen
+            # in the history (refused) or after the bound version (the commit fails), never lost.
+            live_version = self.fmt.current_version(self.config.live_table)
+            self._histories = {}
+            # Planned under the locks: a promotion that finished just before us is seen as a live
+            # change after validation, so nothing is applied twice.
+            reconcile(self.fmt, self.store, self.config.live_table, self._history(self.config.live_table))
+            plan = self.plan(partitions, allow_warn=allow_warn, live_version=live_version)
+            if strict and plan.refused:
+                detail = "; ".join(f"{k}: {r}" for k, r in list(plan.refused.items())[:5])
+                raise RefusedError(f"promotion refused, nothing written: {detail}")
+            if not plan.partitions:
+                return plan, None
+            try:
+                return plan, self._commit(promotion_id, plan)
+            except LiveChangedError as err:
+                if err.written is not None:
+                    raise
+                # Another writer committed to these partitions after the plan and the format
+                # refused our commit: plan again, refusing exactly what the other writer touched.
+                continue
+        raise RefusedError(
+            f"{self.config.live_table} kept changing while promoting ({MAX_REPLANS} attempts); nothing was written"
+        )
+
+    def _commit(self, promotion_id: str, plan: PromotionPlan) -> PromotionRecord:
         cfg = self.config
         live_schema = self.fmt.schema(cfg.live_table)
         frames = [
@@ -198,7 +224,7 @@ class Promoter:
         shadow = reduce(DataFrame.unionByName, frames)
         _check_promotable_schema(shadow, live_schema, cfg.shadow, cfg.live_table)
         rec = PromotionRecord(
-            id=new_id("promote"),
+            id=promotion_id,
             kind="promote",
             live_table=cfg.live_table,
             shadow_table=cfg.shadow,
@@ -216,8 +242,24 @@ class Promoter:
             at=utcnow(),
             undone_by=None,
         )
-        rec = write_and_record(self.fmt, self.store, rec, shadow.select(*live_schema.fieldNames()))
-        return plan, rec
+        if self.before_commit is not None:
+            self.before_commit(plan)
+        rec, lost = write_and_record(self.fmt, self.store, rec, shadow.select(*live_schema.fieldNames()))
+        for k, commit in lost.items():
+            plan.refused[k] = _changed_reason("live", commit)
+            plan.shadow_versions.pop(k, None)
+        plan.partitions = rec.partitions
+        return rec
+
+
+MAX_REPLANS = 3
+
+
+def _changed_reason(side: str, commit: Commit) -> str:
+    by = "by another writer" if PARTITIONS_PROPERTY not in commit.properties else "by shadow-backfill"
+    return (
+        f"{side} changed after validation (commit {commit.version}, {commit.operation or 'write'} {by}): validate again"
+    )
 
 
 LOCK_TTL_S = 3600.0
@@ -262,6 +304,7 @@ def reconcile(
         if not pid or pid in known:
             continue
         before = props.get("shadow-backfill.live-version-before", "None")
+        bound = int(before) if before not in ("None", "") else None
         versions = [int(v) for v in props.get("shadow-backfill.shadow-versions", "").split(",") if v]
         keys = [k for k in props.get(PARTITIONS_PROPERTY, "").split(",") if k]
         rec = PromotionRecord(
@@ -270,7 +313,7 @@ def reconcile(
             live_table=live_table,
             shadow_table=props.get("shadow-backfill.shadow-table"),
             partitions=keys,
-            live_version_before=int(before) if before not in ("None", "") else None,
+            live_version_before=c.parent if c.parent is not None else bound,
             live_version_after=c.version,
             shadow_versions={k: versions[0] for k in keys} if len(versions) == 1 else {},
             validation_ids=[v for v in props.get("shadow-backfill.validation-ids", "").split(",") if v],
@@ -289,13 +332,43 @@ def reconcile(
     return added
 
 
-def write_and_record(fmt: TableFormat, store: StateStore, rec: PromotionRecord, df: DataFrame) -> PromotionRecord:
-    """One atomic overwrite of `rec.partitions` in live, then the audit record."""
+def write_and_record(
+    fmt: TableFormat, store: StateStore, rec: PromotionRecord, df: DataFrame
+) -> tuple[PromotionRecord, dict[str, Commit]]:
+    """One overwrite of `rec.partitions` in live bound to `rec.live_version_before`, then the
+    audit record with the commit's real parent.
+
+    Returns the record and the partitions another writer touched after the bound version on a
+    format that could only tell after committing: those are put back as they were just before
+    our commit (the other writer's data kept) and left out of the record.
+    """
     rec = replace(rec, user=current_user(), host=socket.gethostname())
-    after = fmt.overwrite_partitions(rec.live_table, df, rec.partitions, audit_properties(rec))
-    rec = replace(rec, live_version_after=after)
+    lost: dict[str, Commit] = {}
+    try:
+        written = fmt.commit_partitions(
+            rec.live_table, df, rec.partitions, audit_properties(rec), rec.live_version_before
+        )
+        after = written.version
+    except LiveChangedError as err:
+        if err.written is None:
+            raise
+        written, lost = err.written, err.hits
+        after = _restore_lost(fmt, rec, written, sorted(lost))
+    rec = replace(
+        rec,
+        partitions=[k for k in rec.partitions if k not in lost],
+        shadow_versions={k: v for k, v in rec.shadow_versions.items() if k not in lost},
+        live_version_before=written.parent,
+        live_version_after=after,
+    )
     store.record_promotion(rec)
-    return rec
+    return rec, lost
+
+
+def _restore_lost(fmt: TableFormat, rec: PromotionRecord, written: Written, keys: list[str]) -> int:
+    """Put `keys` back as they were right before our commit, which held the other writer's data."""
+    df = fmt.read_partitions(rec.live_table, keys, written.parent)
+    return fmt.overwrite_partitions(rec.live_table, df, keys, {"shadow-backfill.restores-for": rec.id})
 
 
 def _group_by_value(d: dict[str, int]) -> dict[int, list[str]]:

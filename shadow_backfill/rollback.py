@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import RefusedError, UsageError
 from shadow_backfill.formats import TableFormat
+from shadow_backfill.formats.base import LiveChangedError
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.promote import live_partition_locks, new_id, reconcile, write_and_record
 from shadow_backfill.state import PromotionRecord, StateStore, utcnow
@@ -47,6 +48,9 @@ class Rollback:
             again = self.store.promotion(promotion_id)
             if again is not None and again.undone_by:  # undone while we waited for the locks
                 raise RefusedError(f"{promotion_id} was already rolled back by {again.undone_by}")
+            # Read before the history: the restore is bound to this version, so a commit landing
+            # after the check below still makes the restore fail or get undone, never lost.
+            bound = self.fmt.current_version(live)
             changed = self.fmt.commits_touching(live, rec.live_version_after, rec.partitions)
             if changed and not force:
                 first, hit = changed[0]
@@ -55,7 +59,7 @@ class Rollback:
                     "nothing was written. Pass --force to restore them anyway"
                 )
             return self._restore(
-                rollback_id, rec.partitions, rec.live_version_before, target=promotion_id, to_version=None
+                rollback_id, rec.partitions, rec.live_version_before, bound, target=promotion_id, to_version=None
             )
 
     def to_version(self, version: int) -> PromotionRecord:
@@ -68,7 +72,8 @@ class Rollback:
             raise UsageError(f"{live} has no partitions now or at version {version}: nothing to restore")
         rollback_id = new_id("rollback")
         with live_partition_locks(self.store, live, keys, rollback_id):
-            return self._restore(rollback_id, keys, version, target=None, to_version=version)
+            bound = self.fmt.current_version(live)
+            return self._restore(rollback_id, keys, version, bound, target=None, to_version=version)
 
     def _keys_at(self, version: int) -> list[str]:
         rows = (
@@ -80,7 +85,14 @@ class Rollback:
         return [k for k in (self.scheme.key_from_column_text(r["k"]) for r in rows) if k is not None]
 
     def _restore(
-        self, rollback_id: str, keys: list[str], version: int | None, *, target: str | None, to_version: int | None
+        self,
+        rollback_id: str,
+        keys: list[str],
+        version: int | None,
+        bound: int | None,
+        *,
+        target: str | None,
+        to_version: int | None,
     ) -> PromotionRecord:
         live = self.config.live_table
         # An empty table before (version None): restoring means clearing the partitions.
@@ -93,7 +105,7 @@ class Rollback:
             live_table=live,
             shadow_table=None,
             partitions=keys,
-            live_version_before=self.fmt.current_version(live),
+            live_version_before=bound,
             live_version_after=None,
             shadow_versions={},
             validation_ids=[],
@@ -106,4 +118,13 @@ class Rollback:
             at=utcnow(),
             undone_by=None,
         )
-        return write_and_record(self.fmt, self.store, rec, df)
+        try:
+            done, lost = write_and_record(self.fmt, self.store, rec, df)
+        except LiveChangedError as err:
+            raise RefusedError(f"{err}; nothing was written: check the live table and roll back again") from None
+        if lost:
+            raise RefusedError(
+                f"partitions {sorted(lost)[:5]} of {live} changed during the rollback and were left as the other "
+                f"writer made them; the others were restored as {done.id}"
+            )
+        return done

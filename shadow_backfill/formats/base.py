@@ -7,19 +7,21 @@ lives in its own module and no other module knows about Iceberg or Delta specifi
 from __future__ import annotations
 
 import glob
+import os
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from shadow_backfill.config import BackfillConfig
-from shadow_backfill.errors import SessionError
+from shadow_backfill.errors import ConfigError, RefusedError, SessionError
 from shadow_backfill.partitions import PartitionScheme
 
 COMMIT_ID_PROPERTY = "shadow-backfill.commit-id"
@@ -43,6 +45,13 @@ def user_jars(config: BackfillConfig) -> str | None:
 
 
 @dataclass(frozen=True)
+class Bound:
+    """The version a guarded write is bound to (None: the table had no commit yet)."""
+
+    version: int | None
+
+
+@dataclass(frozen=True)
 class Commit:
     """One commit on a table: its version (Delta) or snapshot id (Iceberg) and our metadata."""
 
@@ -50,12 +59,65 @@ class Commit:
     timestamp_ms: int | None
     operation: str | None
     properties: Mapping[str, str]
+    parent: int | None = None  # the version it was applied on top of, where the format tells
+
+
+@dataclass(frozen=True)
+class Written:
+    """The commit a write made and its real parent (the version it was applied on top of)."""
+
+    version: int
+    parent: int | None
+
+
+@dataclass(frozen=True)
+class TableIdentity:
+    """What a table *is*, whatever name reached it: its id (Iceberg table UUID, Delta table id)
+    and its resolved location. Two catalogs over one warehouse give one table two names."""
+
+    id: str | None
+    location: str
+
+
+class LiveChangedError(RefusedError):
+    """Another writer committed to partitions being written after the version a write was bound to.
+
+    `hits` maps each partition to the first such commit. `written` is None when the format
+    refused the commit itself (nothing was written); otherwise the commit landed and the caller
+    must put the other writer's data back (see `promote.commit_guarded`).
+    """
+
+    def __init__(self, table: str, hits: Mapping[str, Commit], written: Written | None) -> None:
+        parts = sorted(hits)
+        super().__init__(
+            f"partitions {parts[:5]} of {table} changed after validation "
+            f"(commit {next(iter(hits.values())).version if hits else '?'} by another writer)"
+        )
+        self.table = table
+        self.hits = dict(hits)
+        self.written = written
+
+
+def normalize_location(location: str) -> str:
+    """A location in one spelling: `file:` scheme dropped, `..` and symlinks resolved, no trailing slash."""
+    parsed = urlparse(location)
+    if parsed.scheme in ("", "file"):
+        return os.path.realpath(parsed.path if parsed.scheme else location)
+    return location.rstrip("/")
+
+
+def _inside(inner: str, outer: str) -> bool:
+    return inner == outer or inner.startswith(outer.rstrip("/") + "/")
 
 
 class TableFormat(ABC):
     """Reads and writes partitions of tables of one format on any Spark session (classic or Connect)."""
 
     name: str = ""
+    # Capability: the format itself refuses a commit when another commit touched the partitions
+    # being overwritten after a given version (Iceberg: validate-from-snapshot + serializable).
+    # Without it, `commit_partitions` checks the log right after the commit instead.
+    validates_conflicts: bool = False
 
     @classmethod
     def session_conf(cls, config: BackfillConfig) -> dict[str, str]:
@@ -110,12 +172,20 @@ class TableFormat(ABC):
         """Create an empty table; fails if it exists."""
 
     def create_like(self, source: str, target: str, schema: StructType | None = None) -> None:
-        """Create `target` partitioned like `source`, with `schema` (default: source's schema)."""
+        """Create `target` partitioned like `source`, with `schema` (default: source's schema).
+
+        A name that resolves into the source's storage is refused right after creation, before
+        any data is written (a new table's location is only known once it exists)."""
         self.create(target, schema or self.schema(source), self.partition_columns(source))
+        self.check_distinct(source, target)
 
     @abstractmethod
-    def _overwrite(self, table: str, df: DataFrame, keys: Sequence[str], properties: Mapping[str, str]) -> None:
-        """Replace exactly the partitions `keys` of `table` with `df` in one atomic commit."""
+    def _overwrite(
+        self, table: str, df: DataFrame, keys: Sequence[str], properties: Mapping[str, str], bound: Bound | None
+    ) -> None:
+        """Replace exactly the partitions `keys` of `table` with `df` in one atomic commit; with
+        `bound`, formats that can make the commit fail if another commit touched `keys` after
+        `bound.version` do so."""
 
     def overwrite_partitions(
         self, table: str, df: DataFrame, keys: Sequence[str], properties: Mapping[str, str] | None = None
@@ -129,8 +199,91 @@ class TableFormat(ABC):
             raise ValueError("overwrite_partitions needs at least one partition")
         commit_id = uuid.uuid4().hex
         props = {**(properties or {}), COMMIT_ID_PROPERTY: commit_id, PARTITIONS_PROPERTY: ",".join(keys)}
-        self._overwrite(table, df, keys, props)
+        self._overwrite(table, df, keys, props, None)
         return self.version_of_commit(table, commit_id)
+
+    def commit_partitions(
+        self, table: str, df: DataFrame, keys: Sequence[str], properties: Mapping[str, str], since: int | None
+    ) -> Written:
+        """Replace `keys` with `df` in one commit that is bound to version `since`.
+
+        Raises :class:`LiveChangedError` when another commit touched any of `keys` after
+        `since`: before writing where the format validates that itself, else right after the
+        commit (with `written` set, so the caller can restore what the other writer wrote).
+        """
+        if not keys:
+            raise ValueError("commit_partitions needs at least one partition")
+        commit_id = uuid.uuid4().hex
+        props = {**properties, COMMIT_ID_PROPERTY: commit_id, PARTITIONS_PROPERTY: ",".join(keys)}
+        try:
+            self._overwrite(table, df, keys, props, Bound(since))
+        except Exception as exc:
+            if not self.is_validation_conflict(exc):
+                raise
+            hits = self.foreign_touches(table, since, keys)
+            raise LiveChangedError(table, hits, None) from None
+        written = self.written_by(table, commit_id)
+        if not self.validates_conflicts:
+            hits = self.foreign_touches(table, since, keys, until=written.version)
+            if hits:
+                raise LiveChangedError(table, hits, written)
+        return written
+
+    def foreign_touches(
+        self, table: str, since: int | None, keys: Sequence[str], until: int | None = None
+    ) -> dict[str, Commit]:
+        """Each of `keys` that a commit after `since` (and before `until`) touched, with the first such commit."""
+        commits = self.history(table)
+        versions = [c.version for c in commits]
+        if until in versions:
+            commits = commits[: versions.index(until)]
+        hits: dict[str, Commit] = {}
+        for commit, touched in self.commits_touching(table, since, keys, commits):
+            for k in touched:
+                hits.setdefault(k, commit)
+        return hits
+
+    def written_by(self, table: str, commit_id: str) -> Written:
+        """The version a commit made and its real parent (formats with linear versions: version - 1)."""
+        version = self.version_of_commit(table, commit_id)
+        return Written(version, version - 1 if version > 0 else None)
+
+    def is_validation_conflict(self, exc: BaseException) -> bool:
+        """True when the format refused a commit because another commit touched its partitions."""
+        return False
+
+    def partitions_touched(self, table: str, commit: Commit) -> list[str] | None:
+        """The partition keys a commit added or removed data in; None when it cannot be told."""
+        return None
+
+    @abstractmethod
+    def append(self, table: str, df: DataFrame) -> None:
+        """Append rows in one commit, as any other writer of the table would."""
+
+    # ---- identity ----------------------------------------------------------------------------
+
+    @abstractmethod
+    def identity(self, table: str) -> TableIdentity | None:
+        """The table's id and resolved location; None when it does not exist."""
+
+    def check_distinct(self, live: str, shadow: str) -> None:
+        """Refuse a shadow that is, contains or lies inside the live table, whatever its name."""
+        a = self.identity(live)
+        b = self.identity(shadow)
+        if a is None or b is None:
+            return
+        if a.id is not None and a.id == b.id:
+            raise ConfigError(
+                f"shadow table {shadow!r} is the live table {live!r} under another name (same table id {a.id})"
+            )
+        if _inside(b.location, a.location) or _inside(a.location, b.location):
+            how = (
+                "is" if a.location == b.location else ("lies inside" if _inside(b.location, a.location) else "contains")
+            )
+            raise ConfigError(
+                f"shadow table {shadow!r} {how} the live table {live!r} on storage "
+                f"({b.location} vs {a.location}): choose a shadow location apart from live"
+            )
 
     def commits_touching(
         self, table: str, since: int | None, keys: Sequence[str], commits: Sequence[Commit] | None = None
@@ -147,7 +300,8 @@ class TableFormat(ABC):
         out = []
         for c in commits[start:]:
             named = c.properties.get(PARTITIONS_PROPERTY)
-            hit = sorted(wanted if named is None else wanted.intersection(named.split(",")))
+            touched = named.split(",") if named is not None else self.partitions_touched(table, c)
+            hit = sorted(wanted if touched is None else wanted.intersection(touched))
             if hit:
                 out.append((c, hit))
         return out

@@ -22,7 +22,16 @@ from pyspark.sql.types import StructType
 
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import SessionError
-from shadow_backfill.formats.base import COMMIT_ID_PROPERTY, Commit, TableFormat, empty_frame, user_jars
+from shadow_backfill.formats.base import (
+    COMMIT_ID_PROPERTY,
+    Bound,
+    Commit,
+    TableFormat,
+    TableIdentity,
+    empty_frame,
+    normalize_location,
+    user_jars,
+)
 
 DELTA_EXTENSIONS = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -140,7 +149,8 @@ class DeltaFormat(TableFormat):
                         props = {str(k): str(v) for k, v in parsed.items()}
                 except ValueError:
                     props = {"userMetadata": str(user_md)}
-            commits.append(Commit(int(version), int(ts) if ts is not None else None, op, props))
+            parent = int(version) - 1 if int(version) > 0 else None
+            commits.append(Commit(int(version), int(ts) if ts is not None else None, op, props, parent))
         return commits
 
     def partition_row_counts(self, table: str) -> dict[str, int]:
@@ -165,6 +175,40 @@ class DeltaFormat(TableFormat):
                 counts[key] = int(r["count"])
         return counts
 
+    def identity(self, table: str) -> TableIdentity | None:
+        """The table id from the log's metadata and the resolved path (symlinks, `..`, `file:`).
+
+        A path with no table yet still has a location, so a shadow that would be created inside
+        live is refused before it is created."""
+        path = self.path(table)
+        location = normalize_location(path)
+        log = _delta_log(path)
+        if log is not None:
+            return TableIdentity(id=str(log.metadata().id), location=location)
+        try:
+            row = self.spark.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()[0]
+            return TableIdentity(id=str(row["id"]), location=normalize_location(str(row["location"])))
+        except Exception:
+            return TableIdentity(id=None, location=location)
+
+    def partitions_touched(self, table: str, commit: Commit) -> list[str] | None:
+        """From the add and remove actions of the commit's log file."""
+        log_file = f"{self.path(table).rstrip('/')}/_delta_log/{commit.version:020d}.json"
+        try:
+            lines = [r["value"] for r in self.spark.read.text(log_file).collect()]
+        except Exception:
+            return None
+        keys: set[str] = set()
+        for line in lines:
+            action = json.loads(line) if line.strip() else {}
+            for kind in ("add", "remove"):
+                values = (action.get(kind) or {}).get("partitionValues") or {}
+                if self.scheme.column in values:
+                    key = self.scheme.key_from_column_text(values[self.scheme.column])
+                    if key is not None:
+                        keys.add(key)
+        return sorted(keys)
+
     def is_commit_conflict(self, exc: BaseException) -> bool:
         # delta-spark: Concurrent*Exception; delta-rs based engines (Sail): "Failed to commit transaction"
         text = f"{type(exc).__name__}: {exc}"
@@ -184,7 +228,14 @@ class DeltaFormat(TableFormat):
         empty = empty_frame(self.spark, schema)
         empty.write.format("delta").partitionBy(*partition_columns).mode("error").save(self.path(table))
 
-    def _overwrite(self, table: str, df: DataFrame, keys: Sequence[str], properties: Mapping[str, str]) -> None:
+    def append(self, table: str, df: DataFrame) -> None:
+        df.write.format("delta").mode("append").save(self.path(table))
+
+    def _overwrite(
+        self, table: str, df: DataFrame, keys: Sequence[str], properties: Mapping[str, str], bound: Bound | None
+    ) -> None:
+        # Delta offers no way to bind a write to an older version than the one its transaction
+        # reads; `commit_partitions` checks the log right after the commit instead.
         (
             df.write.format("delta")
             .mode("overwrite")

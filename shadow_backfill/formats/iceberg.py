@@ -18,7 +18,17 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from shadow_backfill.config import BackfillConfig
-from shadow_backfill.formats.base import COMMIT_ID_PROPERTY, Commit, TableFormat, empty_frame, user_jars
+from shadow_backfill.formats.base import (
+    COMMIT_ID_PROPERTY,
+    Bound,
+    Commit,
+    TableFormat,
+    TableIdentity,
+    Written,
+    empty_frame,
+    normalize_location,
+    user_jars,
+)
 
 ICEBERG_VERSION = "1.10.0"
 
@@ -44,6 +54,7 @@ def _maven_coordinates() -> str:
 
 class IcebergFormat(TableFormat):
     name = "iceberg"
+    validates_conflicts = True
 
     @classmethod
     def session_conf(cls, config: BackfillConfig) -> dict[str, str]:
@@ -86,7 +97,7 @@ class IcebergFormat(TableFormat):
     def history(self, table: str) -> list[Commit]:
         rows = (
             self.spark.table(f"{table}.snapshots")
-            .select("snapshot_id", "committed_at", "operation", "summary")
+            .select("snapshot_id", "parent_id", "committed_at", "operation", "summary")
             .orderBy("committed_at")
             .collect()
         )
@@ -96,21 +107,52 @@ class IcebergFormat(TableFormat):
                 timestamp_ms=int(r["committed_at"].timestamp() * 1000) if r["committed_at"] else None,
                 operation=r["operation"],
                 properties=dict(r["summary"] or {}),
+                parent=None if r["parent_id"] is None else int(r["parent_id"]),
             )
             for r in rows
         ]
 
     def version_of_commit(self, table: str, commit_id: str) -> int:
+        return self.written_by(table, commit_id).version
+
+    def written_by(self, table: str, commit_id: str) -> Written:
         # Filter in Spark: only the one matching snapshot reaches the driver, however long the history.
         rows = (
             self.spark.table(f"{table}.snapshots")
             .filter(F.col("summary").getItem(COMMIT_ID_PROPERTY) == F.lit(commit_id))
-            .select("snapshot_id")
+            .select("snapshot_id", "parent_id")
             .collect()
         )
         if not rows:
             raise RuntimeError(f"commit {commit_id} not found in the snapshots of {table}")
-        return int(rows[0][0])
+        parent = rows[0]["parent_id"]
+        return Written(int(rows[0]["snapshot_id"]), None if parent is None else int(parent))
+
+    def partitions_touched(self, table: str, commit: Commit) -> list[str] | None:
+        """From the manifest entries the snapshot added or deleted (all_entries keeps them all)."""
+        rows = (
+            self.spark.table(f"{table}.all_entries")
+            .filter((F.col("snapshot_id") == F.lit(commit.version)) & (F.col("status") != F.lit(0)))
+            .select(F.col(f"data_file.partition.{self.scheme.column}").cast("string").alias("k"))
+            .distinct()
+            .collect()
+        )
+        return sorted({k for r in rows if (k := self.scheme.key_from_column_text(r["k"])) is not None})
+
+    def identity(self, table: str) -> TableIdentity | None:
+        """The table UUID and location from its current metadata file, whichever catalog named it."""
+        if not self.exists(table):
+            return None
+        latest = (
+            self.spark.table(f"{table}.metadata_log_entries").orderBy(F.col("timestamp").desc()).select("file").first()
+        )
+        if latest is None:
+            return None
+        meta = self.spark.read.option("multiLine", "true").json(latest["file"])
+        row = meta.select(F.col("`table-uuid`").alias("id"), F.col("location")).first()
+        if row is None:
+            return None
+        return TableIdentity(id=row["id"], location=normalize_location(row["location"]))
 
     def partition_row_counts(self, table: str) -> dict[str, int]:
         col = self.scheme.column
@@ -130,6 +172,12 @@ class IcebergFormat(TableFormat):
         # Iceberg retries commits itself; one that still fails after its retries is a conflict.
         return "CommitFailedException" in f"{type(exc).__name__}: {exc}"
 
+    def is_validation_conflict(self, exc: BaseException) -> bool:
+        # Raised by validateNoConflictingData: a snapshot after validate-from-snapshot-id added
+        # data matching the overwrite's filter.
+        text = f"{type(exc).__name__}: {exc}"
+        return "ValidationException" in text and "onflicting" in text
+
     # ---- reads --------------------------------------------------------------------------------
 
     def read(self, table: str, version: int | None = None) -> DataFrame:
@@ -146,8 +194,19 @@ class IcebergFormat(TableFormat):
             writer = writer.partitionedBy(*[F.col(p) for p in partition_columns])
         writer.create()
 
-    def _overwrite(self, table: str, df: DataFrame, keys: Sequence[str], properties: Mapping[str, str]) -> None:
+    def append(self, table: str, df: DataFrame) -> None:
+        df.writeTo(table).append()
+
+    def _overwrite(
+        self, table: str, df: DataFrame, keys: Sequence[str], properties: Mapping[str, str], bound: Bound | None
+    ) -> None:
         writer = df.writeTo(table)
         for k, v in properties.items():
             writer = writer.option(f"snapshot-property.{k}", v)
+        if bound is not None:
+            # Serializable: the commit fails if any snapshot after the bound one added data
+            # matching the overwrite filter (without a bound snapshot: any snapshot at all).
+            writer = writer.option("isolation-level", "serializable")
+            if bound.version is not None:
+                writer = writer.option("validate-from-snapshot-id", str(bound.version))
         writer.overwrite(self.scheme.predicate(keys))
