@@ -22,7 +22,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from shadow_backfill.config import BackfillConfig
-from shadow_backfill.errors import RefusedError, UsageError
+from shadow_backfill.errors import RefusedError, TableNotFoundError, UsageError
 from shadow_backfill.formats import TableFormat
 from shadow_backfill.formats.base import PARTITIONS_PROPERTY, Commit, LiveChangedError, Written
 from shadow_backfill.partitions import PartitionScheme
@@ -112,8 +112,7 @@ class Promoter:
         history was (the version the commit will be bound to)."""
         cfg = self.config
         if live_version is _UNREAD:
-            live_version = self.fmt.current_version(cfg.live_table)
-        self.fmt.check_distinct(cfg.live_table, cfg.shadow)
+            live_version = self._live_version()
         verdicts = self.store.verdicts(cfg.shadow)
         records = self.store.records(cfg.shadow)
         if partitions is None:
@@ -125,6 +124,11 @@ class Promoter:
             unknown = [k for k in keys if k not in verdicts and k not in records]
             if unknown:
                 raise UsageError(f"unknown partition(s) {unknown[:5]}: never recomputed into {cfg.shadow}")
+        if not self.fmt.exists(cfg.shadow):
+            raise RefusedError(
+                f"shadow table {cfg.shadow!r} does not exist (dropped after validation?): run and validate again"
+            )
+        self.fmt.check_distinct(cfg.live_table, cfg.shadow)
         refused: dict[str, str] = {}
         ok: list[str] = []
         for k in keys:
@@ -154,6 +158,11 @@ class Promoter:
             rows={k: verdicts[k].metrics.get("rows", {}) for k in ok},
             validation_ids=sorted({verdicts[k].validation_id or "" for k in ok} - {""}),
         )
+
+    def _live_version(self) -> int | None:
+        if not self.fmt.exists(self.config.live_table):
+            raise TableNotFoundError(f"live table {self.config.live_table!r} does not exist ({self.config.format})")
+        return self.fmt.current_version(self.config.live_table)
 
     def _refuse_changed(self, keys: list[str], verdicts: dict[str, VerdictRecord], refused: dict[str, str]) -> None:
         """Refuse partitions that a later commit touched, in shadow or in live, since validation."""
@@ -191,7 +200,7 @@ class Promoter:
         for _ in range(MAX_REPLANS):
             # The live version is read before the history: a commit landing in between is seen
             # in the history (refused) or after the bound version (the commit fails), never lost.
-            live_version = self.fmt.current_version(self.config.live_table)
+            live_version = self._live_version()
             self._histories = {}
             # Planned under the locks: a promotion that finished just before us is seen as a live
             # change after validation, so nothing is applied twice.
