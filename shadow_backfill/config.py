@@ -271,16 +271,63 @@ def parse_config(data: Any, *, source: str = "config", base_dir: Path | None = N
     return cfg
 
 
+class _DuplicateKeyError(yaml.YAMLError):
+    def __init__(self, key: Any, line: int, first_line: int) -> None:
+        super().__init__(f"duplicate key {key!r} on line {line} (first given on line {first_line})")
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML keeps the last of two equal keys; a config where `live_table` appears twice is a
+    mistake whose outcome nobody chose, so it is refused instead of silently resolved."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *anchor` entries may be overridden by explicit keys by design
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                if key in seen:
+                    raise _DuplicateKeyError(key, line, seen[key])
+                seen[key] = line
+            except TypeError:
+                continue  # an unhashable key: SafeLoader reports it itself
+        return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's messages span several lines; the CLI promises one."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        return f"{exc.problem} (line {mark.line + 1}, column {mark.column + 1})"
+    return " ".join(str(exc).split())
+
+
+def read_text_file(path: Path, what: str) -> str:
+    """The one place that turns 'not a readable text file' into a ConfigError naming the path."""
+    if path.is_dir():
+        raise ConfigError(f"{what} {str(path)!r} is a directory, not a file")
+    if not path.is_file():
+        raise ConfigError(f"{what} {str(path)!r} does not exist")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{what} {str(path)!r} is not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(f"{what} {str(path)!r} cannot be read: {exc.strerror or exc}") from None
+
+
 def load_config(path: str | Path) -> BackfillConfig:
     """Read and validate a YAML config; relative paths in it are relative to the file."""
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"config file {str(p)!r} does not exist")
-    text = p.read_text()
+    text = read_text_file(p, "config file")
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass: no arbitrary objects
+    except _DuplicateKeyError as exc:
+        raise ConfigError(f"{p}: {exc}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: not valid YAML: {exc}") from None
+        raise ConfigError(f"{p}: not valid YAML: {_yaml_problem(exc)}") from None
     cfg = parse_config(data, source=str(p), base_dir=p.parent)
     cfg.config_hash = hashlib.sha256(text.encode()).hexdigest()[:16]
     return cfg

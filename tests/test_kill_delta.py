@@ -15,12 +15,13 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sb_test_transforms as t
-from chispa import assert_df_equality
+from chispa import DataFramesNotEqualError, SchemasNotEqualError, assert_df_equality
 from conftest import END, START, MakeBackfill
 from promote_cases import QUIET
 
@@ -60,19 +61,43 @@ def _duration(proc: subprocess.Popen[bytes]) -> float:
     return time.monotonic() - started
 
 
+def _outcome(checks: Callable[..., dict[str, bool]], args: tuple[Any, ...], **facts: Any) -> dict[str, Any]:
+    """One trial's record: `ok` is the conjunction of the checks that really ran, and a check
+    that raised counts as failed, so a broken recovery reaches the report as well as the test."""
+    try:
+        results = checks(*args)
+    except Exception as exc:  # recorded, then failed by _report's assertion with the others
+        results = {f"raised {type(exc).__name__}: {' '.join(str(exc).split())[:300]}": False}
+    failed = [name for name, passed in results.items() if not passed]
+    return {**facts, "ok": not failed, "failed_checks": failed}
+
+
+def _same_rows(actual: Any, expected: Any) -> bool:
+    try:
+        assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
+    except (DataFramesNotEqualError, SchemasNotEqualError):
+        return False
+    return True
+
+
 def _report(phase: str, outcomes: list[dict[str, Any]]) -> None:
+    """Print and save the summary, then fail the test if any trial's recovery broke."""
+    broken = [{k: o[k] for k in ("trial", "outcome", "failed_checks")} for o in outcomes if not o["ok"]]
     summary = {
         "phase": phase,
         "trials": len(outcomes),
         "seed": SEED,
         "outcomes": dict(Counter(o["outcome"] for o in outcomes)),
-        "all_ok": all(o["ok"] for o in outcomes),
+        "all_ok": not broken,
+        "failed_trials": broken,
     }
     print(json.dumps(summary))
     path = os.environ.get("SB_KILL_REPORT")
     if path:
         existing = json.loads(Path(path).read_text()) if Path(path).exists() else []
         Path(path).write_text(json.dumps([*existing, summary], indent=2))
+    assert outcomes, f"{phase}: no trials ran"
+    assert not broken, f"{phase}: recovery broke in {len(broken)} of {len(outcomes)} trials: {broken}"
 
 
 def test_killed_recompute_resumes_to_identical_content(make_delta_backfill: MakeBackfill) -> None:
@@ -86,23 +111,33 @@ def test_killed_recompute_resumes_to_identical_content(make_delta_backfill: Make
         proc = _cli(bf, "run", "--start", START, "--end", END, "--chunk-size", "1", "--max-parallel", "2")
         how = _kill_after(proc, delay)
         written_before = sum(1 for r in bf.status() if r.status == "written")
-        resumed = bf.run(START, END)
-        shadow = bf.read_shadow()
-        expected = t.events(bf.spark, [bf.scheme.value(k) for k in bf.scheme.expand(START, END)])
-        assert resumed.ok, (trial, resumed.failed)
-        assert shadow.count() == shadow.select("ds", "id").distinct().count() == 10 * t.ROWS_PER_DAY, trial
-        assert_df_equality(shadow, expected, ignore_row_order=True, ignore_nullable=True)
         outcomes.append(
-            {
-                "trial": trial,
-                "delay_s": round(delay, 2),
-                "outcome": how,
-                "written_before_kill": written_before,
-                "ok": True,
-            }
+            _outcome(
+                _recompute_checks,
+                (bf,),
+                trial=trial,
+                delay_s=round(delay, 2),
+                outcome=how,
+                written_before_kill=written_before,
+            )
         )
     _report("recompute", outcomes)
     assert sum(o["outcome"] == "killed" for o in outcomes) >= TRIALS // 2, "most trials must really kill mid-run"
+
+
+def _recompute_checks(bf: Any) -> dict[str, bool]:
+    """Resuming after a kill finishes the range, and the shadow is exactly what one
+    uninterrupted run writes: no partition lost, none written twice."""
+    resumed = bf.run(START, END)
+    shadow = bf.read_shadow()
+    expected = t.events(bf.spark, [bf.scheme.value(k) for k in bf.scheme.expand(START, END)])
+    rows, distinct = shadow.count(), shadow.select("ds", "id").distinct().count()
+    want = 10 * t.ROWS_PER_DAY
+    return {
+        f"resumed run ok (failed: {sorted(resumed.failed)})": resumed.ok,
+        f"{want} rows, no duplicates (rows {rows}, distinct {distinct})": rows == distinct == want,
+        "shadow identical to an uninterrupted run": _same_rows(shadow, expected),
+    }
 
 
 def test_killed_promotion_is_all_or_nothing(make_delta_backfill: MakeBackfill) -> None:
@@ -126,31 +161,16 @@ def test_killed_promotion_is_all_or_nothing(make_delta_backfill: MakeBackfill) -
             continue
         delay = rng.uniform(0.2, 1.2) * full
         how = _kill_after(_cli(bf, "promote"), delay)
-        live = sorted(bf.read_live().collect())
-        promoted_now = sorted(bf.read_live(passing).collect())
-        if live == before:
-            state = "before"
-        else:
-            state = "after"
-            assert promoted_now == shadow_rows, f"trial {trial}: live is half-written"
-        history = bf.history()  # reconciles a commit whose audit row the kill prevented
-        assert len(history) == (1 if state == "after" else 0), (trial, state, history)
-        # rerunning the promotion never applies it twice
-        _, rec = bf.promote()
-        if state == "after":
-            assert rec is None, f"trial {trial}: promotion applied twice"
-        else:
-            assert rec is not None and sorted(rec.partitions) == passing
-        assert sorted(bf.read_live(passing).collect()) == shadow_rows
-        assert len(bf.history()) == 1
+        state = "before" if sorted(bf.read_live().collect()) == before else "after"
         outcomes.append(
-            {
-                "trial": trial,
-                "delay_s": round(delay, 2),
-                "of_s": round(full, 2),
-                "outcome": f"{how}, live {state}",
-                "ok": True,
-            }
+            _outcome(
+                _promotion_checks,
+                (bf, state, passing, shadow_rows),
+                trial=trial,
+                delay_s=round(delay, 2),
+                of_s=round(full, 2),
+                outcome=f"{how}, live {state}",
+            )
         )
     _report("promote", outcomes)
     kinds = Counter(o["outcome"] for o in outcomes)
@@ -158,3 +178,22 @@ def test_killed_promotion_is_all_or_nothing(make_delta_backfill: MakeBackfill) -
         kinds["killed, live before"] >= 1
         and (kinds["killed, live after"] + kinds["finished before the kill, live after"]) >= 1
     ), kinds
+
+
+def _promotion_checks(bf: Any, state: str, passing: list[str], shadow_rows: list[Any]) -> dict[str, bool]:
+    """After a kill live is wholly before or wholly after, the audit trail agrees, and promoting
+    again finishes the job exactly once."""
+    checks: dict[str, bool] = {}
+    if state == "after":
+        checks["live not half-written"] = sorted(bf.read_live(passing).collect()) == shadow_rows
+    history = bf.history()  # reconciles a commit whose audit row the kill prevented
+    expected = 1 if state == "after" else 0
+    checks[f"history matches live {state} ({len(history)} promotion(s))"] = len(history) == expected
+    _, rec = bf.promote()  # rerunning the promotion never applies it twice
+    if state == "after":
+        checks["not applied twice"] = rec is None
+    else:
+        checks["rerun promotes every passing partition"] = rec is not None and sorted(rec.partitions) == passing
+    checks["live holds the shadow rows"] = sorted(bf.read_live(passing).collect()) == shadow_rows
+    checks["exactly one promotion recorded"] = len(bf.history()) == 1
+    return checks

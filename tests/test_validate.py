@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import sb_test_transforms as t
 import validate_cases as cases
 from conftest import START, TESTS, MakeBackfill
 from typer.testing import CliRunner
@@ -113,3 +114,15 @@ def test_html_report_renders_in_headless_chromium(make_backfill: MakeBackfill, t
     assert "rendered 6 partitions" in result.stdout
     assert "Uncaught" not in result.stderr, result.stderr[-2000:]
     assert json.loads(html.read_text().split('id="report-data">')[1].split("</script>")[0])["partitions"] == 6
+
+
+def test_missing_key_column_is_refused_before_any_job(make_backfill: MakeBackfill) -> None:
+    bf = make_backfill(keys=["id", "ghost_key"])
+    bf.run(START, "2024-01-02")
+    with pytest.raises(ConfigError, match=r"keys: column 'ghost_key' does not exist in table .*events_v2"):
+        bf.validate()
+    assert bf.verdicts() == []
+    # Spark resolves columns case-insensitively by default, so the check does too: the key diff runs
+    same = make_backfill(seed_live=False, live_table=bf.live_table, state={"url": bf.config.state_url}, keys=["ID"])
+    diffs = [v.metrics["keys"] for v in same.validate().verdicts]
+    assert len(diffs) == 2 and all(d["matched"] == t.ROWS_PER_DAY and d["added"] == d["removed"] == 0 for d in diffs)

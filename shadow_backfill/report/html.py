@@ -8,6 +8,8 @@ category bars and null-rate bars next to the checks that failed. A small inline 
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import json
 from collections.abc import Sequence
@@ -16,7 +18,6 @@ from typing import Any
 from shadow_backfill.report.model import ReportData
 from shadow_backfill.state import VerdictRecord
 
-CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 COLOURS = {"pass": "#2e9e5b", "warn": "#e0a400", "fail": "#d64545"}
 LIVE, SHADOW = "#5b7bd6", "#e07b39"
 
@@ -54,9 +55,22 @@ SCRIPT = """
 })();
 """
 
+# Only SCRIPT may run: it is allowed by its hash, not by 'unsafe-inline', so a script or an
+# on* handler that ever slipped past escaping would still be blocked by the browser.
+_SCRIPT_HASH = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
+CSP = f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{_SCRIPT_HASH}'; img-src data:"
+
 
 def e(v: Any) -> str:
+    """Every value from data goes through here: text, attribute values and SVG titles alike."""
     return html.escape(str(v), quote=True)
+
+
+def _json_in_script(value: Any) -> str:
+    """JSON inside <script>: with <, > and & as \\u escapes, no data can close the element or
+    open a comment that swallows the script after it; JSON.parse reads them back unchanged."""
+    text = json.dumps(value)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def _bars(
@@ -108,14 +122,14 @@ def _row_count_chart(verdicts: Sequence[VerdictRecord], width: int = 900, height
         )
         dots = "".join(
             f'<circle cx="{50 + i * step:.1f}" cy="{height - float(p[idx]) / top * (height - 20):.1f}" r="2.5" '
-            f'fill="{colour}"><title>{e(p[0])}: {p[idx]}</title></circle>'
+            f'fill="{colour}"><title>{e(p[0])}: {e(p[idx])}</title></circle>'
             for i, p in enumerate(pts)
         )
         return f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" points="{coords}"/>{dots}'
 
     return (
         f'<svg width="{width}" height="{height + 24}" role="img" aria-label="row counts">'
-        f'<text x="0" y="12" font-size="10">{top}</text><text x="0" y="{height}" font-size="10">0</text>'
+        f'<text x="0" y="12" font-size="10">{e(top)}</text><text x="0" y="{height}" font-size="10">0</text>'
         f"{line(1, LIVE)}{line(2, SHADOW)}"
         f'<text x="50" y="{height + 18}" font-size="10">{e(pts[0][0])}</text>'
         f'<text x="{width - 80}" y="{height + 18}" font-size="10">{e(pts[-1][0])}</text></svg>'
@@ -172,14 +186,15 @@ def _partition_detail(v: VerdictRecord) -> str:
     key_line = ""
     if "added" in keys:
         key_line = (
-            f"<p>keys: {keys.get('added')} added, {keys.get('removed')} removed, {keys.get('changed')} "
-            f"changed of {keys.get('matched')} matched; duplicates {keys.get('duplicates', 0)}</p>"
+            f"<p>keys: {e(keys.get('added'))} added, {e(keys.get('removed'))} removed, "
+            f"{e(keys.get('changed'))} changed of {e(keys.get('matched'))} matched; "
+            f"duplicates {e(keys.get('duplicates', 0))}</p>"
         )
     return (
         f'<details class="partition" id="p-{e(v.partition)}" data-verdict="{e(v.verdict)}"'
         f"{' open' if v.verdict == 'fail' else ''}>"
         f'<summary><span class="{e(v.verdict)}">■</span> {e(v.partition)} — {e(v.verdict)} '
-        f'<span class="muted">rows {rows.get("live")} → {rows.get("shadow")}, {len(reasons)} reason(s)</span>'
+        f'<span class="muted">rows {e(rows.get("live"))} → {e(rows.get("shadow"))}, {len(reasons)} reason(s)</span>'
         f'</summary>{table}{key_line}<div class="plots">{"".join(plots)}</div>'
         f'<p class="muted">shadow version {e(v.shadow_version)}, written by commit {e(v.partition_version)}, '
         f"live version {e(v.live_version)}</p></details>"
@@ -195,7 +210,7 @@ def _null_bars(nulls: Sequence[tuple[str, float, float]], width: int = 320) -> s
         for j, (val, colour) in enumerate(((lv, LIVE), (sv, SHADOW))):
             parts.append(
                 f'<rect x="95" y="{y + j * 6}" width="{max(val, 0) * (width - 100):.1f}" height="5" '
-                f'fill="{colour}"><title>{c} {"live" if j == 0 else "shadow"}: {val:.2%}</title></rect>'
+                f'fill="{colour}"><title>{e(c)} {"live" if j == 0 else "shadow"}: {val:.2%}</title></rect>'
             )
     parts.append("</svg>")
     return f'<div class="plot"><div>null rates</div>{"".join(parts)}</div>'
@@ -209,10 +224,10 @@ def render_html(data: ReportData) -> str:
         for v in data.verdicts
     )
     summary = "".join(
-        f'<span style="background:{COLOURS[k]}">{s.get(k, 0)} {k}</span>' for k in ("pass", "warn", "fail")
+        f'<span style="background:{COLOURS[k]}">{e(s.get(k, 0))} {k}</span>' for k in ("pass", "warn", "fail")
     )
     details = "".join(_partition_detail(v) for v in data.verdicts)
-    payload = json.dumps({"partitions": len(data.verdicts), "summary": s}).replace("</", "<\\/")
+    payload = _json_in_script({"partitions": len(data.verdicts), "summary": s})
     legend = (
         f'<span class="legend"><i style="background:{LIVE}"></i>live<i style="background:{SHADOW}"></i>shadow</span>'
     )

@@ -6,13 +6,24 @@ warning state, and a warning must not break a CI gate that only fails on failure
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
+from typing import Any
 
 from shadow_backfill.report.model import ReportData
 
+# ElementTree escapes <, > and & but writes control characters as they are, and XML 1.0 has no
+# way to carry them: one in a data value would make the whole file unreadable to CI.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def x(value: Any) -> str:
+    """Data as text XML 1.0 can hold (characters it cannot become U+FFFD)."""
+    return _NOT_XML.sub("\ufffd", str(value))
+
 
 def _check_name(c: dict) -> str:  # type: ignore[type-arg]
-    return f"{c['name']}[{c['column']}]" if c.get("column") else c["name"]
+    return x(f"{c['name']}[{c['column']}]" if c.get("column") else c["name"])
 
 
 def render_junit(data: ReportData) -> str:
@@ -22,18 +33,18 @@ def render_junit(data: ReportData) -> str:
     suite = ET.SubElement(
         suites,
         "testsuite",
-        name=f"{data.shadow_table} vs {data.live_table}",
+        name=x(f"{data.shadow_table} vs {data.live_table}"),
         tests=str(len(cases)),
         failures=str(failures),
         errors="0",
-        timestamp=data.generated_at,
+        timestamp=x(data.generated_at),
     )
     for v, c in cases:
-        case = ET.SubElement(suite, "testcase", classname=f"partition.{v.partition}", name=_check_name(c))
+        case = ET.SubElement(suite, "testcase", classname=x(f"partition.{v.partition}"), name=_check_name(c))
         if c["status"] == "fail":
-            failure = ET.SubElement(case, "failure", message=c["message"], type=c["name"])
-            failure.text = f"observed {c['observed']!r}; threshold {c['threshold']}"
+            failure = ET.SubElement(case, "failure", message=x(c["message"]), type=x(c["name"]))
+            failure.text = x(f"observed {c['observed']!r}; threshold {c['threshold']}")
         elif c["status"] == "warn":
-            ET.SubElement(case, "system-out").text = f"WARN: {c['message']}"
+            ET.SubElement(case, "system-out").text = x(f"WARN: {c['message']}")
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from shadow_backfill.config import BackfillConfig
-from shadow_backfill.errors import TableNotFoundError, UsageError
+from shadow_backfill.errors import ConfigError, TableNotFoundError, UsageError
 from shadow_backfill.formats import TableFormat
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.state import WRITTEN, StateStore
@@ -91,6 +91,12 @@ class Validator:
         live_version = self.fmt.current_version(cfg.live_table)
         shadow_all = self.fmt.read(cfg.shadow, shadow_version)
         check_columns(suites, shadow_all.schema.fieldNames())
+        self._check_keys(
+            {
+                cfg.shadow: shadow_all.schema.fieldNames(),
+                cfg.live_table: self.fmt.read(cfg.live_table, live_version).schema.fieldNames(),
+            }
+        )
 
         records = self.store.records(cfg.shadow, keys)
         written = [k for k in keys if k in records and records[k].status == WRITTEN]
@@ -136,6 +142,18 @@ class Validator:
             ],
         )
         return result
+
+    def _check_keys(self, columns_by_table: dict[str, list[str]]) -> None:
+        """A key column missing from either table would only surface as an analysis error deep
+        inside the facts job; refuse it here, from the schemas alone, before any job runs."""
+        case_sensitive = str(self.spark.conf.get("spark.sql.caseSensitive", "false")).lower() == "true"
+        for table, columns in columns_by_table.items():
+            have = set(columns) if case_sensitive else {c.lower() for c in columns}
+            for key in self.config.keys:
+                if (key if case_sensitive else key.lower()) not in have:
+                    raise ConfigError(
+                        f"keys: column {key!r} does not exist in table {table!r} (columns: {sorted(columns)})"
+                    )
 
     def _judge(self, keys: list[str], shadow: Any, live: Any, suites: list[Suite]) -> list[PartitionVerdict]:
         expectations = [e for s in suites for e in s.expectations]

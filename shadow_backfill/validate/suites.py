@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from shadow_backfill.config import BackfillConfig
+from shadow_backfill.config import BackfillConfig, read_text_file
 from shadow_backfill.errors import ConfigError
 
 # Keyword arguments that name columns, per GX convention.
@@ -82,10 +82,9 @@ def _known_type(kind: str) -> bool:
 
 
 def load_suite(path: Path) -> Suite:
-    if not path.is_file():
-        raise ConfigError(f"expectation suite {str(path)!r} does not exist")
+    text = read_text_file(path, "expectation suite")
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(text)
     except ValueError as exc:
         raise ConfigError(f"expectation suite {path.name}: not valid JSON: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("expectations"), list):
