@@ -16,14 +16,14 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from shadow_backfill.config import BackfillConfig, load_config
-from shadow_backfill.errors import UsageError
+from shadow_backfill.errors import TableNotFoundError, UsageError, WriteError, os_reason
 from shadow_backfill.formats import TableFormat, format_for
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.promote import Promoter, PromotionPlan, reconcile
 from shadow_backfill.recompute import ProgressCallback, Recompute, RunOptions, RunResult
 from shadow_backfill.report import ReportData, write_reports
 from shadow_backfill.rollback import Rollback
-from shadow_backfill.session import open_session
+from shadow_backfill.session import ensure_warehouse, open_session
 from shadow_backfill.state import PartitionRecord, PromotionRecord, StateStore, VerdictRecord
 from shadow_backfill.transform import Transform, load_transform
 from shadow_backfill.validate import ValidationResult, Validator
@@ -51,6 +51,8 @@ class Backfill:
 
     @cached_property
     def store(self) -> StateStore:
+        if self.config.state.url is None:  # the default store lives in the warehouse
+            ensure_warehouse(self.config)
         return StateStore(self.config.state_url)
 
     @cached_property
@@ -80,8 +82,7 @@ class Backfill:
     def _read(self, table: str, partitions: Sequence[str] | None, version: int | None) -> DataFrame:
         if partitions is None:
             return self.table_format.read(table, version)
-        keys = [self.scheme.normalize(p) for p in partitions]
-        return self.table_format.read_partitions(table, keys, version)
+        return self.table_format.read_partitions(table, self.scheme.normalize_all(partitions), version)
 
     # ---- commands ----------------------------------------------------------------------------
 
@@ -119,9 +120,13 @@ class Backfill:
         partitions: list[str] | None = None,
         *,
         force: bool = False,
+        allow_code_change: bool = False,
     ) -> tuple[list[str], list[str]]:
         """(requested, to_do) without running anything."""
-        return self.recompute().plan(RunOptions(start=start, end=end, partitions=partitions, force=force))
+        options = RunOptions(
+            start=start, end=end, partitions=partitions, force=force, allow_code_change=allow_code_change
+        )
+        return self.recompute().plan(options)
 
     def status(self) -> list[PartitionRecord]:
         """Every partition the state store knows for the shadow table, ascending."""
@@ -153,7 +158,14 @@ class Backfill:
         if not verdicts:
             raise UsageError(f"no verdicts for {self.shadow_table} yet: run `shadow-backfill validate` first")
         data = ReportData(self.live_table, self.shadow_table, self.config.format, verdicts)
-        return write_reports(data, Path(out_dir))
+        folder = Path(out_dir)
+        if folder.exists() and not folder.is_dir():
+            raise UsageError(f"report folder {str(folder)!r} is a file, not a folder")
+        try:
+            return write_reports(data, folder)
+        except OSError as exc:
+            culprit = Path(exc.filename) if exc.filename is not None else folder
+            raise WriteError(f"cannot write the report to {str(culprit)!r}: {os_reason(culprit, exc)}") from None
 
     def promoter(self) -> Promoter:
         return Promoter(
@@ -173,7 +185,7 @@ class Backfill:
 
     def plan_promotion(self, partitions: list[str] | None = None, *, allow_warn: bool | None = None) -> PromotionPlan:
         """What `promote` would do (the dry run): partitions, refusals with reasons, live version."""
-        return self.promoter().plan(partitions, allow_warn=self._allow_warn(allow_warn))
+        return self.promoter().plan(self._keys(partitions), allow_warn=self._allow_warn(allow_warn))
 
     def promote(
         self, partitions: list[str] | None = None, *, allow_warn: bool | None = None
@@ -181,8 +193,17 @@ class Backfill:
         """Promote passing partitions into live in one atomic commit. Naming partitions makes the
         promotion all-or-nothing: any refused partition refuses the whole promotion."""
         return self.promoter().promote(
-            partitions, allow_warn=self._allow_warn(allow_warn), strict=partitions is not None
+            self._keys(partitions), allow_warn=self._allow_warn(allow_warn), strict=partitions is not None
         )
+
+    def _keys(self, partitions: Sequence[str] | None) -> list[str] | None:
+        """Named partitions normalized, each once, in the order given (None: let the command choose)."""
+        if partitions is None:
+            return None
+        keys = self.scheme.normalize_all(partitions)
+        if not keys:
+            raise UsageError("the partition list is empty")
+        return keys
 
     def _allow_warn(self, allow_warn: bool | None) -> bool:
         return self.config.promote.allow_warn if allow_warn is None else allow_warn
@@ -191,9 +212,10 @@ class Backfill:
         self, promotion_id: str | None = None, *, to_version: int | None = None, force: bool = False
     ) -> PromotionRecord:
         """Undo a promotion (or a rollback) by id, or restore the whole live table to a version."""
-        rb = Rollback(self.config, self.spark, self.store, self.table_format, self.scheme)
         if (promotion_id is None) == (to_version is None):
             raise UsageError("give exactly one of --promotion ID or --to-version V")
+        self._require_live()
+        rb = Rollback(self.config, self.spark, self.store, self.table_format, self.scheme)
         if promotion_id is not None:
             return rb.undo(promotion_id, force=force)
         assert to_version is not None
@@ -202,8 +224,14 @@ class Backfill:
     def history(self) -> list[PromotionRecord]:
         """Promotions and rollbacks of the live table, oldest first (commits missing from the
         state store, e.g. after a crash between commit and audit row, are recorded first)."""
+        self._require_live()
         reconcile(self.table_format, self.store, self.live_table)
         return self.store.promotions(self.live_table)
+
+    def _require_live(self) -> None:
+        """Commands that read the live table's history name a missing table instead of an engine error."""
+        if not self.table_format.exists(self.live_table):
+            raise TableNotFoundError(f"live table {self.live_table!r} does not exist ({self.config.format})")
 
     def verdicts(self) -> list[VerdictRecord]:
         """The stored verdicts, ascending by partition."""

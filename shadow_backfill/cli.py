@@ -1,20 +1,30 @@
 """The `shadow-backfill` command line (Typer + Rich).
 
 Every command turns a :class:`ShadowBackfillError` into one red line naming the culprit and
-its exit code (2 for usage errors, 1 for runtime failures).
+its exit code (2 for usage errors, 1 for runtime failures). Anything else (an engine error we
+did not foresee) is one line too, with the full traceback written to a log file whose path the
+line gives; Ctrl-C is "interrupted" and exit 130. Both consoles have markup off: partition
+values, table names, messages and data are user text and must print as typed, so styling is
+only ever applied through `Text` objects.
 """
 
 from __future__ import annotations
 
 import functools
+import getpass
 import json
+import os
 import sys
+import tempfile
+import time
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -24,6 +34,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from shadow_backfill.api import Backfill
 from shadow_backfill.errors import ShadowBackfillError, UsageError
@@ -33,12 +44,54 @@ app = typer.Typer(
     add_completion=False,
     help="Recompute partitions into a shadow table, validate them, and promote only what passes.",
 )
-console = Console(stderr=True, soft_wrap=True)
-out = Console(soft_wrap=True)
+console = Console(stderr=True, soft_wrap=True, markup=False, highlight=False)
+out = Console(soft_wrap=True, markup=False, highlight=False)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 STATUS_STYLE = {"written": "green", "running": "yellow", "pending": "dim", "failed": "red"}
+
+
+LOG_DIR_ENV = "SHADOW_BACKFILL_LOG_DIR"
+
+
+def log_dir() -> Path:
+    """Where full tracebacks go: $SHADOW_BACKFILL_LOG_DIR, else a per-user folder in the system
+    temp dir (always writable, even when the config's folder is the thing that is broken)."""
+    if os.environ.get(LOG_DIR_ENV):
+        return Path(os.environ[LOG_DIR_ENV])
+    try:
+        user = getpass.getuser()
+    except Exception:
+        user = str(os.getpid())
+    return Path(tempfile.gettempdir()) / f"shadow-backfill-{user}" / "logs"
+
+
+def write_log(text: str) -> Path | None:
+    """Write `text` to a new log file; None if even that fails (the one line is printed anyway)."""
+    try:
+        folder = log_dir()
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, name = tempfile.mkstemp(prefix=time.strftime("error-%Y%m%dT%H%M%S-"), suffix=".log", dir=folder)
+        with os.fdopen(fd, "w") as f:
+            f.write(f"shadow-backfill {' '.join(sys.argv[1:])}\n{text}")
+        return Path(name)
+    except OSError:
+        return None
+
+
+def fail(message: str, code: int = 1, details: str | None = None) -> NoReturn:
+    """Print the one error line and exit. A multi-line message keeps its first line; the rest,
+    with `details`, goes to a log file named on that line."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()] or ["unknown error"]
+    line = lines[0]
+    if len(line) > 500:
+        line = line[:500] + " …"
+    if details is not None or len(lines) > 1:
+        log = write_log((details or "") + "\n" + message + "\n")
+        line += f" (full details: {log})" if log else " (no log could be written)"
+    console.print(Text.assemble(("error:", "bold red"), " ", line), soft_wrap=True)
+    raise typer.Exit(code)
 
 
 def handle_errors(fn: F) -> F:
@@ -47,8 +100,13 @@ def handle_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except ShadowBackfillError as exc:
-            console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
-            raise typer.Exit(exc.exit_code) from None
+            fail(str(exc), exc.exit_code)
+        except KeyboardInterrupt:
+            fail("interrupted (partitions not written yet are redone by the next run)", 130)
+        except (typer.Exit, typer.Abort, typer.TyperException):  # Typer's own exits and usage errors
+            raise
+        except Exception as exc:
+            fail(f"{type(exc).__name__}: {exc}", 1, details="".join(traceback.format_exception(exc)))
 
     return wrapper  # type: ignore[return-value]
 
@@ -91,20 +149,35 @@ def run(
         force=force,
         allow_code_change=allow_code_change,
     )
+    held = f", {len(result.held)} held by another run" if result.held else ""
     out.print(
         f"{bf.shadow_table}: {len(result.written)} written, {len(result.skipped)} skipped (already written), "
-        f"{len(result.failed)} failed in {len(result.chunks)} chunk(s); shadow version {result.shadow_version}",
-        highlight=False,
+        f"{len(result.failed)} failed{held} in {len(result.chunks)} chunk(s); shadow version {result.shadow_version}"
     )
+    fail_if_incomplete(result)
+
+
+def fail_if_incomplete(result: Any) -> None:
+    """Exit 1 when anything requested was not done: failed partitions, or ones another run holds
+    (a run that quietly did nothing must not pass a CI gate)."""
+    for key in sorted(result.failed)[:10]:
+        console.print(Text.assemble(("failed", "red"), f" {key}: {result.failed[key]}"))
+    problems = []
     if result.failed:
-        for key in sorted(result.failed)[:10]:
-            console.print(f"[red]failed[/] {key}: {result.failed[key]}", highlight=False)
-        raise typer.Exit(1)
+        problems.append(f"{len(result.failed)} of {len(result.requested)} partition(s) failed (a rerun retries them)")
+    if result.held:
+        problems.append(result.held_summary())
+    if problems:
+        fail("; ".join(problems))
 
 
 def run_with_progress(bf: Backfill, **kwargs: Any) -> Any:
     _requested, to_do = bf.plan(
-        kwargs.get("start"), kwargs.get("end"), kwargs.get("partitions"), force=kwargs.get("force", False)
+        kwargs.get("start"),
+        kwargs.get("end"),
+        kwargs.get("partitions"),
+        force=kwargs.get("force", False),
+        allow_code_change=kwargs.get("allow_code_change", False),
     )
     with Progress(
         SpinnerColumn(),
@@ -116,7 +189,7 @@ def run_with_progress(bf: Backfill, **kwargs: Any) -> Any:
         transient=False,
         disable=not console.is_terminal,
     ) as progress:
-        task = progress.add_task(bf.shadow_table, total=len(to_do))
+        task = progress.add_task(escape(bf.shadow_table), total=len(to_do))
 
         def advance(chunk: Sequence[str], outcome: str) -> None:
             progress.advance(task, len(chunk))
@@ -140,10 +213,9 @@ def status(
     for col in ("partition", "status", "rows", "shadow version", "attempts", "seconds", "error"):
         table.add_column(col)
     for r in rows:
-        style = STATUS_STYLE.get(r["status"], "")
         table.add_row(
             r["partition"],
-            f"[{style}]{r['status']}[/]" if style else r["status"],
+            Text(r["status"], style=STATUS_STYLE.get(r["status"], "")),
             "" if r["rows"] is None else str(r["rows"]),
             "" if r["shadow_version"] is None else str(r["shadow_version"]),
             str(r["attempts"]),
@@ -169,7 +241,14 @@ def validate(
     result = bf.validate(start, end, _split(partitions))
     print_verdicts(result)
     if not result.ok:
-        raise typer.Exit(1)
+        fail(failed_validation(result))
+
+
+def failed_validation(result: Any) -> str:
+    """The error line of a failed gate names the partitions, so a CI log says what to look at."""
+    failed = [v.partition for v in result.verdicts if v.verdict == "fail"]
+    more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
+    return f"{len(failed)} partition(s) failed validation: {', '.join(failed[:5])}{more}"
 
 
 def print_verdicts(result: Any) -> None:
@@ -179,13 +258,15 @@ def print_verdicts(result: Any) -> None:
     for v in result.verdicts:
         rows = v.metrics.get("rows", {})
         reasons = "; ".join(c.message for c in v.reasons[:3]) + (" …" if len(v.reasons) > 3 else "")
-        style = VERDICT_STYLE[v.verdict]
         table.add_row(
-            v.partition, f"[{style}]{v.verdict}[/]", f"{rows.get('live', '')} → {rows.get('shadow', '')}", reasons
+            v.partition,
+            Text(v.verdict, style=VERDICT_STYLE[v.verdict]),
+            f"{rows.get('live', '')} → {rows.get('shadow', '')}",
+            reasons,
         )
     out.print(table)
     c = result.counts
-    out.print(f"{c['pass']} pass, {c['warn']} warn, {c['fail']} fail in {result.seconds:.1f} s", highlight=False)
+    out.print(f"{c['pass']} pass, {c['warn']} warn, {c['fail']} fail in {result.seconds:.1f} s")
 
 
 @app.command()
@@ -197,7 +278,7 @@ def report(
     """Write the HTML, JSON, Markdown and JUnit reports of the latest verdicts."""
     paths = Backfill.from_config(config).report(out_dir)
     for kind, path in paths.items():
-        out.print(f"{kind:9} {path}", highlight=False)
+        out.print(f"{kind:9} {path}")
 
 
 @app.command()
@@ -219,12 +300,10 @@ def promote(
     plan, rec = bf.promote(names, allow_warn=allow_warn)
     print_plan(plan, dry_run=False)
     if rec is None:
-        console.print("[yellow]nothing promoted[/]: no partition passed every check")
-        raise typer.Exit(1)
+        fail("nothing promoted: no partition passed every check")
     out.print(
         f"promoted {len(rec.partitions)} partition(s) into {rec.live_table} as {rec.id}: "
-        f"live version {rec.live_version_before} -> {rec.live_version_after}",
-        highlight=False,
+        f"live version {rec.live_version_before} -> {rec.live_version_after}"
     )
 
 
@@ -237,12 +316,12 @@ def print_plan(plan: Any, *, dry_run: bool) -> None:
         rows = plan.rows.get(k, {})
         table.add_row(
             k,
-            "[green]promote[/]",
+            Text("promote", style="green"),
             f"{rows.get('live', '')} → {rows.get('shadow', '')}",
             f"shadow version {plan.shadow_versions.get(k)}",
         )
     for k, reason in plan.refused.items():
-        table.add_row(k, "[red]refused[/]", "", reason)
+        table.add_row(k, Text("refused", style="red"), "", reason)
     out.print(table)
 
 
@@ -259,8 +338,7 @@ def rollback(
     what = f"undid {rec.target}" if rec.target else f"restored version {rec.to_version}"
     out.print(
         f"{rec.id}: {what} on {len(rec.partitions)} partition(s) of {rec.live_table}: "
-        f"live version {rec.live_version_before} -> {rec.live_version_after}",
-        highlight=False,
+        f"live version {rec.live_version_before} -> {rec.live_version_after}"
     )
 
 
@@ -311,9 +389,9 @@ def backfill(
     bf = Backfill.from_config(config)
     names = _split(partitions)
     result = run_with_progress(bf, start=start, end=end, partitions=names, max_parallel=max_parallel, force=force)
+    held = f", {len(result.held)} held by another run" if result.held else ""
     out.print(
-        f"recompute: {len(result.written)} written, {len(result.skipped)} skipped, {len(result.failed)} failed",
-        highlight=False,
+        f"recompute: {len(result.written)} written, {len(result.skipped)} skipped, {len(result.failed)} failed{held}"
     )
     checked = bf.validate(start, end, names)
     print_verdicts(checked)
@@ -324,15 +402,19 @@ def backfill(
             assert rec is not None
             out.print(
                 f"promoted {len(rec.partitions)} partition(s) as {rec.id}: live version "
-                f"{rec.live_version_before} -> {rec.live_version_after}",
-                highlight=False,
+                f"{rec.live_version_before} -> {rec.live_version_after}"
             )
         else:
-            out.print("promote: no partition passed; live is untouched", highlight=False)
+            out.print("promote: no partition passed; live is untouched")
     paths = bf.report(report_dir or bf.config.base_dir / "report")
-    out.print(f"report: {paths['html']}", highlight=False)
-    if result.failed or not checked.ok:
-        raise typer.Exit(1)
+    out.print(f"report: {paths['html']}")
+    problems = [f"{len(result.failed)} partition(s) failed to recompute"] if result.failed else []
+    if result.held:
+        problems.append(result.held_summary())
+    if not checked.ok:
+        problems.append(failed_validation(checked))
+    if problems:
+        fail("; ".join(problems))
 
 
 @app.command()
@@ -351,21 +433,19 @@ def demo(
     cfg = write_demo(directory, format, days)
     bf = seed_live_table(cfg, days)
     start, end = demo_range(days)
-    out.print(f"live table {bf.live_table}: {days} daily partitions {start}..{end} (v1 logic)", highlight=False)
+    out.print(f"live table {bf.live_table}: {days} daily partitions {start}..{end} (v1 logic)")
     if run_recompute:
         result = run_with_progress(bf, start=start, end=end)
         out.print(
             f"shadow table {bf.shadow_table}: {len(result.written)} written, {len(result.skipped)} skipped, "
-            f"{len(result.failed)} failed; version {result.shadow_version}",
-            highlight=False,
+            f"{len(result.failed)} failed; version {result.shadow_version}"
         )
-        if result.failed:
-            raise typer.Exit(1)
+        fail_if_incomplete(result)
         verdicts = bf.validate()
         print_verdicts(verdicts)
         paths = bf.report(directory / "report")
-        out.print(f"report: {paths['html']}", highlight=False)
-    out.print(f"config: {cfg}\nnext: shadow-backfill status {cfg}", highlight=False)
+        out.print(f"report: {paths['html']}")
+    out.print(f"config: {cfg}\nnext: shadow-backfill status {cfg}")
 
 
 def main() -> None:

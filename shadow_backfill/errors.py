@@ -6,6 +6,8 @@ breaks, a refused write) exit with 1. Nothing is written before a usage error is
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class ShadowBackfillError(Exception):
     """Base class; `exit_code` is what the CLI exits with."""
@@ -35,6 +37,21 @@ class TableNotFoundError(ShadowBackfillError):
     exit_code = 2
 
 
+class StateStoreError(ShadowBackfillError):
+    """The state store's database refused (corrupt, read-only, unreachable, missing driver).
+
+    A runtime failure, not a usage error: the URL may be right and the database the problem.
+    """
+
+    exit_code = 1
+
+
+class WriteError(ShadowBackfillError):
+    """A file or folder the tool must write (warehouse, state file, report) cannot be written."""
+
+    exit_code = 1
+
+
 class RefusedError(ShadowBackfillError):
     """The tool refused to write because doing so could lose or corrupt data."""
 
@@ -51,3 +68,14 @@ class TransformError(RefusedError):
     def __init__(self, message: str, *, retryable: bool = False) -> None:
         super().__init__(message)
         self.retryable = retryable
+
+
+def os_reason(path: Path, exc: OSError) -> str:
+    """Why `path` could not be made or written, in words: naming the regular file that stands
+    where a folder must be says more than errno's 'File exists' or 'Not a directory'."""
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            if not candidate.is_dir():
+                return f"{str(candidate)!r} is a file, not a folder"
+            break
+    return exc.strerror or str(exc)

@@ -17,7 +17,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from shadow_backfill.config import PartitionSpec
-from shadow_backfill.errors import UsageError
+from shadow_backfill.errors import ConfigError, UsageError
 
 PartitionValue = dt.date | dt.datetime | str | int
 
@@ -25,6 +25,25 @@ _KEY_FORMAT = {"daily": "%Y-%m-%d", "hourly": "%Y-%m-%dT%H", "monthly": "%Y-%m"}
 _DEFAULT_TYPE = {"daily": "date", "hourly": "timestamp", "monthly": "string"}
 _DEFAULT_STR_FORMAT = {"daily": "%Y-%m-%d", "hourly": "%Y-%m-%d-%H", "monthly": "%Y-%m"}
 _DEFAULT_INT_FORMAT = {"daily": "%Y%m%d", "hourly": "%Y%m%d%H", "monthly": "%Y%m"}
+# The column types each granularity can be stored in (what from_spec accepts as partition.type).
+_COLUMN_KINDS = {
+    "daily": ("date", "string", "int"),
+    "hourly": ("timestamp", "string", "int"),
+    "monthly": ("date", "string", "int"),
+}
+_SPARK_KIND = {
+    "date": "date",
+    "timestamp": "timestamp",
+    "timestamp_ntz": "timestamp",
+    "string": "string",
+    "int": "int",
+    "bigint": "int",
+    "smallint": "int",
+    "tinyint": "int",
+}
+# One command selects at most this many partitions: a typo like --end 9999-12-31 is refused
+# before millions of keys are expanded (100000 is 11 years hourly, 273 years daily).
+MAX_PARTITIONS = 100_000
 
 
 def quote_identifier(name: str) -> str:
@@ -162,17 +181,54 @@ class PartitionScheme:
         y, m = (period.year + 1, 1) if period.month == 12 else (period.year, period.month + 1)
         return period.replace(year=y, month=m)
 
+    def count(self, a: dt.datetime, b: dt.datetime) -> int:
+        """How many periods a..b holds (both included), without enumerating them."""
+        if self.granularity == "daily":
+            return (b - a).days + 1
+        if self.granularity == "hourly":
+            return (b - a) // dt.timedelta(hours=1) + 1
+        return (b.year - a.year) * 12 + b.month - a.month + 1
+
     def expand(self, start: str, end: str) -> list[str]:
         """Every key from start to end, both included, ascending."""
         a, b = self.parse_key(start), self.parse_key(end)
         if b < a:
             raise UsageError(f"range is reversed: --start {start} is after --end {end}")
-        out: list[str] = []
+        n = self.count(a, b)
+        if n > MAX_PARTITIONS:
+            raise UsageError(
+                f"range {start}..{end} holds {n:,} {self.granularity} partitions, more than the "
+                f"{MAX_PARTITIONS:,} one command may select: narrow it"
+            )
+        out = [self.key(a)]
         p = a
-        while p <= b:
-            out.append(self.key(p))
+        for _ in range(n - 1):  # never steps past `end`, which may be the last representable day
             p = self._step(p)
+            out.append(self.key(p))
         return out
+
+    def check_column_type(self, spark_type: str, table: str) -> None:
+        """Refuse a live partition column whose type cannot hold these partitions, before any write
+        (an hourly range on a DATE column would otherwise write 24 copies of each day)."""
+        kind = _SPARK_KIND.get(spark_type.split("(")[0].lower())
+        if spark_type.lower().startswith(("varchar", "char")):
+            kind = "string"
+        allowed = _COLUMN_KINDS[self.granularity]
+        if kind not in allowed:
+            raise ConfigError(
+                f"partition column {self.column!r} of {table} is {spark_type}, which cannot hold "
+                f"{self.granularity} partitions (partition.granularity {self.granularity!r} needs a "
+                f"{', '.join(allowed)} column)"
+            )
+        if kind != self.type:
+            raise ConfigError(
+                f"partition column {self.column!r} of {table} is {spark_type}, but partition.type is "
+                f"{self.type!r}: set partition.type to {kind!r} (and partition.format if needed)"
+            )
+
+    def normalize_all(self, texts: Iterable[str]) -> list[str]:
+        """Normalized keys in the user's order, each once (a repeated value means nothing more)."""
+        return list(dict.fromkeys(self.normalize(t) for t in texts if t.strip()))
 
     def select(
         self,

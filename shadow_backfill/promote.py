@@ -113,6 +113,7 @@ class Promoter:
         cfg = self.config
         if live_version is _UNREAD:
             live_version = self._live_version()
+        self.fmt.check_distinct(cfg.live_table, cfg.shadow)
         verdicts = self.store.verdicts(cfg.shadow)
         records = self.store.records(cfg.shadow)
         if partitions is None:
@@ -128,7 +129,6 @@ class Promoter:
             raise RefusedError(
                 f"shadow table {cfg.shadow!r} does not exist (dropped after validation?): run and validate again"
             )
-        self.fmt.check_distinct(cfg.live_table, cfg.shadow)
         refused: dict[str, str] = {}
         ok: list[str] = []
         for k in keys:

@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from shadow_backfill.config import BackfillConfig
-from shadow_backfill.errors import RefusedError, TableNotFoundError, TransformError
+from shadow_backfill.errors import ConfigError, RefusedError, TableNotFoundError, TransformError
 from shadow_backfill.formats import TableFormat
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.state import FAILED, WRITTEN, StateStore, lock_owner
@@ -66,6 +66,21 @@ class RunResult:
     def ok(self) -> bool:
         return not self.failed
 
+    @property
+    def complete(self) -> bool:
+        """Nothing requested was left undone: none failed and none was left to another run."""
+        return not self.failed and not self.held
+
+    def held_summary(self, limit: int = 3) -> str:
+        """One line naming the partitions another run holds (the first few and a count) and who."""
+        keys = sorted(self.held)
+        shown = ", ".join(keys[:limit]) + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
+        who = ", ".join(describe_owner(o) for o in sorted(set(self.held.values())))
+        return (
+            f"{len(keys)} partition(s) are being recomputed by another run, {who}: {shown}; "
+            "they were left to it (rerun once it finishes)"
+        )
+
     def summary(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id,
@@ -78,6 +93,13 @@ class RunResult:
             "shadow_version": self.shadow_version,
             "code_fingerprint": self.code_fingerprint,
         }
+
+
+def describe_owner(owner: str) -> str:
+    """'host:pid:run-id' (see state.lock_owner) as words."""
+    host, _, rest = owner.partition(":")
+    pid, _, run_id = rest.partition(":")
+    return f"{run_id} (pid {pid} on {host})" if run_id and pid.isdigit() else owner
 
 
 def choose_chunk_size(
@@ -105,6 +127,12 @@ def choose_chunk_size(
     else:
         size = math.ceil(n / (max_parallel * 4))
     return max(1, min(size, max_chunk))
+
+
+def first_line(exc: BaseException) -> str:
+    """What the state store and the CLI keep of an error: engines put pages after the first line."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def chunked(keys: Sequence[str], size: int) -> list[list[str]]:
@@ -184,10 +212,12 @@ class Recompute:
         self._in_flight = 0
 
     def plan(self, options: RunOptions) -> tuple[list[str], list[str]]:
-        """(requested, to_do): refuses a code change before anything runs."""
+        """(requested, to_do): refuses a code change, or a live table whose partition column
+        cannot hold the configured partitions, before anything runs."""
         requested = self.scheme.select(
             start=options.start, end=options.end, partitions=options.partitions, default=self.config.partition.values
         )
+        self._check_live()
         records = self.store.records(self.shadow)
         fp = self.transform.fingerprint
         other = sorted(k for k, r in records.items() if r.status == WRITTEN and r.code_fingerprint not in (None, fp))
@@ -205,10 +235,23 @@ class Recompute:
         ]
         return requested, to_do
 
+    def _check_live(self) -> None:
+        cfg = self.config
+        if not self.fmt.exists(cfg.live_table):
+            raise TableNotFoundError(f"live table {cfg.live_table!r} does not exist ({cfg.format})")
+        types = {f.name: f.dataType.simpleString() for f in self.fmt.schema(cfg.live_table).fields}
+        if self.scheme.column not in types:
+            raise ConfigError(
+                f"partition.column {self.scheme.column!r} is not a column of live table {cfg.live_table} "
+                f"(its columns: {', '.join(types)})"
+            )
+        self.scheme.check_column_type(types[self.scheme.column], cfg.live_table)
+
     def run(self, options: RunOptions, on_progress: ProgressCallback | None = None) -> RunResult:
         cfg = self.config
         if not self.fmt.exists(cfg.live_table):
             raise TableNotFoundError(f"live table {cfg.live_table!r} does not exist ({cfg.format})")
+        self.fmt.check_distinct(cfg.live_table, self.shadow)
         requested, to_do = self.plan(options)
         max_parallel = options.max_parallel or cfg.run.max_parallel
         retries = cfg.run.retries if options.retries is None else options.retries
@@ -265,18 +308,17 @@ class Recompute:
         if size is None:
             size = self._auto_chunk_size(len(to_do), max_parallel)
         result.chunks = chunked(to_do, size)
-
-        shadow_schema = self._shadow_schema(result.chunks[0])
-
-        self.store.start_run(
-            run_id,
-            shadow_table=self.shadow,
-            live_table=cfg.live_table,
-            config_hash=cfg.config_hash,
-            code_fingerprint=self.transform.fingerprint,
-            args={"partitions": len(to_do), "chunk_size": size, "max_parallel": max_parallel, "force": options.force},
-        )
-        self.store.mark_pending(self.shadow, to_do, run_id)
+        args = {"partitions": len(to_do), "chunk_size": size, "max_parallel": max_parallel, "force": options.force}
+        try:
+            shadow_schema = self._shadow_schema(result.chunks[0])
+        except TransformError as exc:
+            # The transform broke before any write: record it against the chunk it was called for.
+            self._start(run_id, args, result.chunks[0])
+            self.store.mark_running(self.shadow, result.chunks[0], run_id, self.transform.fingerprint)
+            self.store.mark_failed(self.shadow, result.chunks[0], first_line(exc), run_id)
+            self.store.finish_run(run_id, FAILED)
+            raise
+        self._start(run_id, args, to_do)
         status = FAILED
         stop = threading.Event()
         heartbeat = threading.Thread(target=self._heartbeat, args=(owner, ttl, stop), daemon=True)
@@ -287,17 +329,35 @@ class Recompute:
                     pool.submit(self._run_chunk, chunk, shadow_schema, run_id, retries, result): tuple(chunk)
                     for chunk in result.chunks
                 }
-                for fut in as_completed(futures):
-                    chunk = list(futures[fut])
-                    outcome = fut.result()
-                    if on_progress is not None:
-                        on_progress(chunk, outcome)
+                try:
+                    for fut in as_completed(futures):
+                        chunk = list(futures[fut])
+                        outcome = fut.result()
+                        if on_progress is not None:
+                            on_progress(chunk, outcome)
+                except BaseException:
+                    # Interrupted: start no further chunk; those in flight finish or fail on their own.
+                    for f in futures:
+                        f.cancel()
+                    raise
             status = "succeeded" if result.ok else FAILED
         finally:
             stop.set()
             self.store.finish_run(run_id, status)
         result.shadow_version = self.fmt.current_version(self.shadow) if self.fmt.exists(self.shadow) else None
         return result
+
+    def _start(self, run_id: str, args: dict[str, Any], keys: Sequence[str]) -> None:
+        cfg = self.config
+        self.store.start_run(
+            run_id,
+            shadow_table=self.shadow,
+            live_table=cfg.live_table,
+            config_hash=cfg.config_hash,
+            code_fingerprint=self.transform.fingerprint,
+            args=args,
+        )
+        self.store.mark_pending(self.shadow, keys, run_id)
 
     def _heartbeat(self, owner: str, ttl: float, stop: threading.Event) -> None:
         while not stop.wait(ttl / 3):
@@ -361,6 +421,9 @@ class Recompute:
                 started = time.monotonic()
                 try:
                     written, version = self._write_chunk(keys, shadow_schema)
+                except KeyboardInterrupt:
+                    self.store.mark_failed(self.shadow, keys, "interrupted", run_id)
+                    raise
                 except Exception as exc:
                     if self.fmt.is_commit_conflict(exc) and conflicts < MAX_COMMIT_CONFLICTS:
                         # Another chunk committed first: nothing of ours landed, so try again
@@ -373,7 +436,7 @@ class Recompute:
                         attempt += 1
                         time.sleep(self.config.run.retry_backoff_s * (2 ** (attempt - 1)))
                         continue
-                    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                    message = first_line(exc)
                     self.store.mark_failed(self.shadow, keys, message, run_id)
                     with self._lock:
                         for k in keys:

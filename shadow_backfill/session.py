@@ -9,6 +9,8 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import re
+import socket
 import threading
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from shadow_backfill.config import BackfillConfig
-from shadow_backfill.errors import SessionError
+from shadow_backfill.errors import ConfigError, SessionError, WriteError, os_reason
 from shadow_backfill.formats import format_class
 
 _sail_lock = threading.Lock()
@@ -48,6 +50,46 @@ def start_sail() -> str:
         return f"sc://{host}:{port}"
 
 
+# The masters Spark 3.5 itself understands. Anything else makes the JVM retry for a minute and
+# print pages of Java traces, so it is refused before the JVM starts.
+_MASTER = re.compile(
+    r"^(local(\[\s*(\*|\d+)\s*(,\s*\d+\s*)?\])?"
+    r"|local-cluster\[\s*\d+\s*,\s*\d+\s*,\s*\d+\s*\]"
+    r"|spark://[^\s/,]+(,[^\s/,]+)*/?"
+    r"|yarn|k8s://\S+|mesos://\S+)$"
+)
+
+
+def check_master(master: str) -> None:
+    """Fail in a second, naming the master, where Spark would retry and dump Java traces."""
+    if not _MASTER.match(master):
+        raise ConfigError(
+            f"spark.master {master!r} is not a Spark master URL (expected local[N], local-cluster[N,C,M], "
+            "spark://host:port, yarn or k8s://...)"
+        )
+    if not master.startswith("spark://"):
+        return
+    errors = []
+    for hostport in master.removeprefix("spark://").rstrip("/").split(","):
+        host, _, port = hostport.rpartition(":") if ":" in hostport else (hostport, "", "7077")
+        try:
+            with socket.create_connection((host, int(port)), timeout=5):
+                return
+        except (OSError, ValueError) as exc:
+            errors.append(f"{hostport}: {getattr(exc, 'strerror', None) or exc}")
+    raise SessionError(f"spark.master {master!r}: cannot reach the Spark master ({'; '.join(errors)})")
+
+
+def ensure_warehouse(config: BackfillConfig) -> Path:
+    """The warehouse folder, created; a path that cannot be a folder is named before Spark starts."""
+    path = config.warehouse
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteError(f"spark.warehouse {str(path)!r} cannot be created: {os_reason(path, exc)}") from None
+    return path
+
+
 def is_connect(spark: Any) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
@@ -68,6 +110,8 @@ def open_session(config: BackfillConfig) -> SparkSession:
                 spark.conf.set(k, v)
         return spark
 
+    check_master(config.spark.master)
+    ensure_warehouse(config)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     if config.spark.master.startswith("local-cluster") and "SPARK_HOME" not in os.environ:
         # local-cluster launches worker JVMs through SPARK_HOME's scripts; pip's PySpark ships them.

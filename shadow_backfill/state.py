@@ -13,7 +13,8 @@ import getpass
 import json
 import os
 import socket
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,13 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.exc import DBAPIError, IntegrityError
+
+from shadow_backfill.errors import ConfigError, StateStoreError, WriteError, os_reason
+
+# The upserts below exist in these dialects only (SQLite's and PostgreSQL's ON CONFLICT).
+SUPPORTED_DIALECTS = ("sqlite", "postgresql")
 
 PENDING, RUNNING, WRITTEN, FAILED = "pending", "running", "written", "failed"
 
@@ -152,6 +160,37 @@ class PartitionRecord:
         return d
 
 
+class _Db:
+    """Every transaction goes through here, so a database that refuses (corrupt, read-only,
+    unreachable) becomes one StateStoreError naming the store instead of a driver traceback."""
+
+    engine: Engine
+    shown_url: str
+
+    @contextmanager
+    def _begin(self) -> Iterator[Connection]:
+        try:
+            with self.engine.begin() as c:
+                yield c
+        except DBAPIError as exc:
+            if isinstance(exc, IntegrityError):  # a broken invariant, not a broken database
+                raise
+            raise StateStoreError(f"state store {self.shown_url}: {_first_line(exc)}") from exc
+
+    @contextmanager
+    def _connect(self) -> Iterator[Connection]:
+        try:
+            with self.engine.connect() as c:
+                yield c
+        except DBAPIError as exc:
+            raise StateStoreError(f"state store {self.shown_url}: {_first_line(exc)}") from exc
+
+
+def _first_line(exc: DBAPIError) -> str:
+    text = str(exc.orig if exc.orig is not None else exc).strip()
+    return text.splitlines()[0] if text else type(exc.orig or exc).__name__
+
+
 def _insert(engine: Engine, table: Table) -> Any:
     """An INSERT that updates on key conflict, in the dialect at hand."""
     if engine.dialect.name == "postgresql":
@@ -177,10 +216,8 @@ class VerdictRecord:
         return sorted((c for c in self.checks if c["status"] != "pass"), key=lambda c: rank[c["status"]])
 
 
-class _VerdictStore:
+class _VerdictStore(_Db):
     """Mixed into StateStore: verdicts bound to the versions they were computed from."""
-
-    engine: Engine
 
     def save_verdicts(self, shadow_table: str, rows: Sequence[Mapping[str, Any]]) -> None:
         if not rows:
@@ -203,11 +240,11 @@ class _VerdictStore:
         ]
         stmt = _insert(self.engine, verdicts).values(values)
         update_cols = {c: stmt.excluded[c] for c in values[0] if c not in ("shadow_table", "partition")}
-        with self.engine.begin() as c:
+        with self._begin() as c:
             c.execute(stmt.on_conflict_do_update(index_elements=["shadow_table", "partition"], set_=update_cols))
 
     def verdicts(self, shadow_table: str) -> dict[str, VerdictRecord]:
-        with self.engine.connect() as c:
+        with self._connect() as c:
             rows = c.execute(select(verdicts).where(verdicts.c.shadow_table == shadow_table)).mappings().all()
         return {
             r["partition"]: VerdictRecord(
@@ -273,14 +310,12 @@ def _promotion(r: Any) -> PromotionRecord:
     )
 
 
-class _AuditTrail:
+class _AuditTrail(_Db):
     """Mixed into StateStore: every promotion and rollback, and which undid which."""
-
-    engine: Engine
 
     def record_promotion(self, rec: PromotionRecord) -> None:
         """Insert a promotion/rollback and, for a rollback, mark its target undone: one transaction."""
-        with self.engine.begin() as c:
+        with self._begin() as c:
             c.execute(
                 promotions.insert().values(
                     id=rec.id,
@@ -311,7 +346,7 @@ class _AuditTrail:
                     c.execute(update(promotions).where(promotions.c.id == row.target).values(undone_by=None))
 
     def promotions(self, live_table: str) -> list[PromotionRecord]:
-        with self.engine.connect() as c:
+        with self._connect() as c:
             rows = (
                 c.execute(select(promotions).where(promotions.c.live_table == live_table).order_by(promotions.c.at))
                 .mappings()
@@ -320,7 +355,7 @@ class _AuditTrail:
         return [_promotion(r) for r in rows]
 
     def promotion(self, promotion_id: str) -> PromotionRecord | None:
-        with self.engine.connect() as c:
+        with self._connect() as c:
             row = c.execute(select(promotions).where(promotions.c.id == promotion_id)).mappings().first()
         return _promotion(row) if row else None
 
@@ -344,12 +379,10 @@ def _holder_is_dead(owner: str) -> bool:
     return False
 
 
-class _Leases:
+class _Leases(_Db):
     """Mixed into StateStore: leases on resources, so two runs never work on the same partition
     and two promotions never write the same live partition at once. A lease expires after its
     TTL, or at once when its holder's process is known to be dead."""
-
-    engine: Engine
 
     def acquire(self, resources: Sequence[str], owner: str, ttl_s: float) -> tuple[list[str], dict[str, str]]:
         """Take every free (or expired, or own) lease; returns (acquired, {resource: other owner})."""
@@ -358,7 +391,7 @@ class _Leases:
         now = utcnow()
         expires = now + dt.timedelta(seconds=ttl_s)
         wanted = list(dict.fromkeys(resources))
-        with self.engine.begin() as c:
+        with self._begin() as c:
             held = c.execute(select(locks.c.resource, locks.c.owner).where(locks.c.resource.in_(wanted))).all()
             dead = [r.resource for r in held if r.owner != owner and _holder_is_dead(r.owner)]
             if dead:
@@ -378,13 +411,13 @@ class _Leases:
         return mine, others
 
     def renew(self, owner: str, ttl_s: float) -> None:
-        with self.engine.begin() as c:
+        with self._begin() as c:
             c.execute(
                 update(locks).where(locks.c.owner == owner).values(expires_at=utcnow() + dt.timedelta(seconds=ttl_s))
             )
 
     def release(self, owner: str, resources: Sequence[str] | None = None) -> None:
-        with self.engine.begin() as c:
+        with self._begin() as c:
             q = locks.delete().where(locks.c.owner == owner)
             if resources is not None:
                 q = q.where(locks.c.resource.in_(list(resources)))
@@ -395,13 +428,24 @@ class StateStore(_VerdictStore, _AuditTrail, _Leases):
     """All reads and writes of run and partition state go through here."""
 
     def __init__(self, url: str) -> None:
-        if url.startswith("sqlite:///"):
-            Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        parsed = parse_state_url(url)
         self.url = url
-        self.engine = create_engine(url, future=True)
+        self.shown_url = _shown(url, parsed)
+        _make_sqlite_folder(parsed, self.shown_url)
+        try:
+            self.engine = create_engine(parsed, future=True)
+        except ImportError as exc:  # the dialect's driver package is not installed
+            raise ConfigError(
+                f"state.url {self.shown_url}: its database driver is not installed ({exc}); "
+                "pip install it, or use sqlite:/// or postgresql+psycopg://"
+            ) from None
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
-        metadata.create_all(self.engine)
+        try:
+            metadata.create_all(self.engine)
+        except DBAPIError as exc:
+            self.engine.dispose()
+            raise StateStoreError(f"cannot open the state store {self.shown_url}: {_first_line(exc)}") from exc
 
     def close(self) -> None:
         self.engine.dispose()
@@ -418,7 +462,7 @@ class StateStore(_VerdictStore, _AuditTrail, _Leases):
         code_fingerprint: str,
         args: Mapping[str, Any],
     ) -> None:
-        with self.engine.begin() as c:
+        with self._begin() as c:
             c.execute(
                 runs.insert().values(
                     run_id=run_id,
@@ -435,7 +479,7 @@ class StateStore(_VerdictStore, _AuditTrail, _Leases):
             )
 
     def finish_run(self, run_id: str, status: str) -> None:
-        with self.engine.begin() as c:
+        with self._begin() as c:
             c.execute(update(runs).where(runs.c.run_id == run_id).values(status=status, finished_at=utcnow()))
 
     # ---- partitions ---------------------------------------------------------------------------
@@ -443,7 +487,7 @@ class StateStore(_VerdictStore, _AuditTrail, _Leases):
     def records(self, shadow_table: str, keys: Iterable[str] | None = None) -> dict[str, PartitionRecord]:
         q = select(partitions).where(partitions.c.shadow_table == shadow_table)
         wanted = set(keys) if keys is not None else None
-        with self.engine.connect() as c:
+        with self._connect() as c:
             rows = c.execute(q).mappings().all()
         out = {}
         for r in rows:
@@ -470,7 +514,7 @@ class StateStore(_VerdictStore, _AuditTrail, _Leases):
         if not keys:
             return
         now = utcnow()
-        with self.engine.begin() as c:
+        with self._begin() as c:
             stmt = _insert(self.engine, partitions).values(
                 [
                     {
@@ -488,7 +532,7 @@ class StateStore(_VerdictStore, _AuditTrail, _Leases):
 
     def mark_running(self, shadow_table: str, keys: Sequence[str], run_id: str, fingerprint: str) -> None:
         now = utcnow()
-        with self.engine.begin() as c:
+        with self._begin() as c:
             c.execute(
                 update(partitions)
                 .where(partitions.c.shadow_table == shadow_table, partitions.c.partition.in_(list(keys)))
@@ -514,7 +558,7 @@ class StateStore(_VerdictStore, _AuditTrail, _Leases):
         duration_s: float,
     ) -> None:
         now = utcnow()
-        with self.engine.begin() as c:
+        with self._begin() as c:
             for k, n in rows_by_key.items():
                 c.execute(
                     update(partitions)
@@ -534,12 +578,57 @@ class StateStore(_VerdictStore, _AuditTrail, _Leases):
 
     def mark_failed(self, shadow_table: str, keys: Sequence[str], error: str, run_id: str) -> None:
         now = utcnow()
-        with self.engine.begin() as c:
+        with self._begin() as c:
             c.execute(
                 update(partitions)
                 .where(partitions.c.shadow_table == shadow_table, partitions.c.partition.in_(list(keys)))
                 .values(status=FAILED, error=error[:4000], run_id=run_id, finished_at=now, updated_at=now)
             )
+
+
+def parse_state_url(url: str) -> URL:
+    """The URL, refused before anything connects unless it names a dialect we can upsert in."""
+    try:
+        parsed = make_url(url)
+    except Exception:  # ArgumentError, ValueError: not a URL at all
+        raise ConfigError(
+            f"state.url {url!r} is not a database URL (e.g. sqlite:///path/state.db or "
+            "postgresql+psycopg://user@host/db)"
+        ) from None
+    backend = parsed.get_backend_name()
+    if backend not in SUPPORTED_DIALECTS:
+        raise ConfigError(
+            f"state.url {_shown(url, parsed)}: database {backend!r} is not supported "
+            f"as a state store; supported: {', '.join(SUPPORTED_DIALECTS)}"
+        )
+    try:
+        parsed.get_dialect()
+    except Exception:  # NoSuchModuleError: an unknown driver name such as postgresql+nosuch
+        raise ConfigError(
+            f"state.url {_shown(url, parsed)}: unknown driver {parsed.drivername!r} for {backend}"
+        ) from None
+    return parsed
+
+
+def _shown(url: str, parsed: URL) -> str:
+    """The URL as the user wrote it, unless it holds a password."""
+    return url if parsed.password is None else parsed.render_as_string(hide_password=True)
+
+
+def _make_sqlite_folder(parsed: URL, shown: str) -> None:
+    """SQLite creates the file but not its folder; a folder that cannot exist is named here."""
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return
+    if str(parsed.query.get("uri", "")).lower() in ("true", "1") or database.startswith("file:"):
+        return  # an SQLite URI (file:...?mode=ro): the user manages the file
+    folder = Path(database).parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteError(
+            f"state store {shown}: cannot create folder {str(folder)!r}: {os_reason(folder, exc)}"
+        ) from None
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

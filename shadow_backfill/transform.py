@@ -39,6 +39,10 @@ class Transform:
             df = self._fn(spark, keys)
         except TransformError:
             raise
+        except SystemExit as exc:
+            # The transform runs in our process: its sys.exit() must not end the run (with exit 0,
+            # a CI gate would pass with nothing written). It is a deliberate stop, so no retry.
+            raise TransformError(f"transform {self.name} called sys.exit({exc.code!r})") from None
         except Exception as exc:
             raise TransformError(f"transform {self.name} raised {type(exc).__name__}: {exc}", retryable=True) from exc
         if not isinstance(df, DataFrame) and not _is_connect_dataframe(df):
@@ -66,6 +70,10 @@ def _load_function(config: BackfillConfig, scheme: PartitionScheme, target: str)
     module_name, _, attr = target.partition(":")
     try:
         module = importlib.import_module(module_name)
+    except SystemExit as exc:
+        raise ConfigError(
+            f"transform.function: importing module {module_name!r} called sys.exit({exc.code!r})"
+        ) from None
     except Exception as exc:
         raise ConfigError(f"transform.function: cannot import module {module_name!r}: {exc}") from None
     fn: Any = module

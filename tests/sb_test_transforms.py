@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import sys
 import threading
 import time
 
@@ -103,3 +104,30 @@ def nudged_with_one_bad_day(spark: SparkSession, partitions: list[dt.date]) -> D
 
 def boom(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
     raise ValueError(f"cannot compute {partitions[0]}")
+
+
+# ---- transforms that misbehave in ways that must not escape the run (the bad-input catalogue) ----
+
+
+def exits_zero(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    sys.exit(0)
+
+
+def exits_three(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    sys.exit(3)
+
+
+def interrupted(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    """What Ctrl-C does to a transform running in the driver."""
+    raise KeyboardInterrupt
+
+
+def boom_markup(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    """An error message that Rich would read as markup (and crash on) if it were not escaped."""
+    raise ValueError("[/] unbalanced [red]markup[/bold] in a message")
+
+
+def markup_category(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    """Key 0 gets the category '[/]': a data value that lands in a validation reason."""
+    df = events(spark, partitions)
+    return df.withColumn("cat", F.when(F.col("id") == 0, F.lit("[/]")).otherwise(F.col("cat")))

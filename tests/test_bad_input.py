@@ -1,10 +1,16 @@
-"""The bad-input catalogue: every case gets one clear message naming the culprit, exit code 2
-for usage errors and 1 for runtime failures, and no table is written. Runs on Delta via Sail
-(fast); the same code paths serve Iceberg."""
+"""The bad-input catalogue: every case gets exactly one clear error line naming the culprit, exit
+code 2 for usage errors, 1 for runtime failures and 130 for an interrupt, no traceback, and no
+table (nor any file the case names) is written. Runs on Delta via Sail (fast); the same code
+paths serve Iceberg."""
 
 from __future__ import annotations
 
+import random
+import re
+import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,12 +32,27 @@ class Case:
     words: str
     stage: str = "fresh"  # fresh | recomputed | validated | promoted | rolled_back
     overrides: dict[str, Any] = field(default_factory=dict)
-    edit: dict[str, Any] | None = None  # YAML keys replaced after setup
+    edit: dict[str, Any] | None = None  # YAML keys replaced after setup ("{dir}", "{state}" expanded)
     raw: str | None = None  # config text written verbatim after setup
+    files: dict[str, bytes] = field(default_factory=dict)  # written beside the config; must stay intact
+    damage: Callable[[Any], None] | None = None  # breaks something real after setup
+    statuses: dict[str, str | None] = field(default_factory=dict)  # partition -> status after (None: unknown)
+    logged: bool = False  # an unforeseen engine error: the line names a log file holding the traceback
+
+
+def drop_shadow(bf: Any) -> None:
+    shutil.rmtree(bf.table_format.path(bf.shadow_table))
+
+
+def delete_live_data_files(bf: Any) -> None:
+    """The live table's log still lists files that are gone (someone cleaned the bucket)."""
+    for f in Path(bf.live_table).rglob("*.parquet"):
+        f.unlink()
 
 
 RUN = ["run", "{cfg}"]
 TR = "sb_test_transforms:"
+NOT_SQLITE = random.Random(7).randbytes(8192)  # a "state file" that is no database
 CASES = [
     # config errors
     Case(
@@ -93,6 +114,48 @@ CASES = [
     Case("impossible date", [*RUN, "--partitions", "2024-02-30"], 2, "'2024-02-30' is not a valid daily"),
     Case("quote in partition", [*RUN, "--partitions", "2024-01-01' OR '1'='1"], 2, "is not a valid daily"),
     Case("sql in partition", [*RUN, "--partitions", "2024-01-01; DROP TABLE events"], 2, "is not a valid daily"),
+    Case("range past the last day", [*RUN, "--start", START, "--end", "9999-12-31"], 2, "more than the 100,000"),
+    # user text that Rich would read as markup is printed as typed
+    Case("markup as partition", [*RUN, "--partitions", "[/bold]"], 2, "partition '[/bold]' is not a valid daily"),
+    Case("markup inside partition", [*RUN, "--partitions", "2024-01-0[red]1"], 2, "'2024-01-0[red]1' is not a valid"),
+    Case(
+        "markup in a transform error",
+        [*RUN, "--partitions", START],
+        1,
+        "ValueError: [/] unbalanced [red]markup[/bold] in a message",
+        overrides={"transform": {"function": TR + "boom_markup"}},
+        statuses={START: "failed"},
+    ),
+    Case(
+        "markup in a data value",
+        ["validate", "{cfg}"],
+        1,
+        "['[/]']",
+        stage="recomputed",
+        overrides={"transform": {"function": TR + "markup_category"}},
+    ),
+    # partition settings that do not fit the live table
+    Case(
+        "hourly on a date column",
+        [*RUN, "--start", "2024-01-01T00", "--end", "2024-01-03T00"],
+        2,
+        "partition column 'ds' of {live} is date, which cannot hold hourly partitions",
+        edit={"partition": {"granularity": "hourly"}},
+    ),
+    Case(
+        "partition type differs from the column",
+        [*RUN, "--start", START, "--end", END],
+        2,
+        "is date, but partition.type is 'string': set partition.type to 'date'",
+        edit={"partition": {"type": "string"}},
+    ),
+    Case(
+        "partition column missing",
+        [*RUN, "--start", START, "--end", END],
+        2,
+        "partition.column 'day' is not a column of live table {live} (its columns: id, amount, cat, ds)",
+        edit={"partition": {"column": "day"}},
+    ),
     # transforms that misbehave
     Case(
         "transform raises",
@@ -122,6 +185,32 @@ CASES = [
         1,
         "null partition value",
         overrides={"transform": {"function": TR + "null_partition"}},
+    ),
+    Case(
+        "transform calls sys.exit(0)",
+        [*RUN, "--partitions", START],
+        1,
+        "transform sb_test_transforms:exits_zero called sys.exit(0)",
+        overrides={"transform": {"function": TR + "exits_zero"}},
+        statuses={START: "failed"},
+    ),
+    Case(
+        "transform calls sys.exit(3) in a chunk",
+        [*RUN, "--partitions", START],
+        1,
+        "failed 2024-01-01: transform sb_test_transforms:exits_three called sys.exit(3)",
+        overrides={"transform": {"function": TR + "exits_three"}},
+        stage="shadow_like_live",
+        statuses={START: "failed"},
+    ),
+    Case(
+        "transform interrupted",
+        [*RUN, "--partitions", START],
+        130,
+        "error: interrupted",
+        overrides={"transform": {"function": TR + "interrupted"}},
+        stage="shadow_like_live",
+        statuses={START: "failed"},
     ),
     Case(
         "not a dataframe",
@@ -172,6 +261,138 @@ CASES = [
         edit={"expectations": ["@ghost.json"]},
     ),
     Case("validate before recompute", ["validate", "{cfg}"], 2, "nothing to validate"),
+    Case(
+        "live data files deleted",
+        ["validate", "{cfg}"],
+        1,
+        "error: QueryExecutionException: ",
+        stage="recomputed",
+        damage=delete_live_data_files,
+        logged=True,
+    ),
+    # the state store, the warehouse and the report folder
+    Case(
+        "state url of an unknown database",
+        ["status", "{cfg}"],
+        2,
+        "state.url foo://x: database 'foo' is not supported as a state store; supported: sqlite, postgresql",
+        edit={"state": {"url": "foo://x"}},
+    ),
+    Case(
+        "state url of an unsupported database",
+        [*RUN, "--start", START, "--end", END],
+        2,
+        "state.url mysql://u:***@localhost/db: database 'mysql' is not supported as a state store; "
+        "supported: sqlite, postgresql",
+        edit={"state": {"url": "mysql://u:secret@localhost/db"}},
+    ),
+    Case(
+        "state url with a driver not installed",
+        ["status", "{cfg}"],
+        2,
+        "state.url postgresql+pg8000://u@localhost/db: its database driver is not installed",
+        edit={"state": {"url": "postgresql+pg8000://u@localhost/db"}},
+    ),
+    Case(
+        "state url with an unknown driver",
+        ["status", "{cfg}"],
+        2,
+        "unknown driver 'postgresql+nosuch' for postgresql",
+        edit={"state": {"url": "postgresql+nosuch://u@localhost/db"}},
+    ),
+    Case(
+        "state url that is no url",
+        ["history", "{cfg}"],
+        2,
+        "state.url 'not a url' is not a database URL",
+        edit={"state": {"url": "not a url"}},
+    ),
+    Case(
+        "state file under a regular file",
+        [*RUN, "--start", START, "--end", END],
+        1,
+        "state store sqlite:///{dir}/afile/state.db: cannot create folder '{dir}/afile': "
+        "'{dir}/afile' is a file, not a folder",
+        edit={"state": {"url": "sqlite:///{dir}/afile/state.db"}},
+        files={"afile": b"a regular file"},
+    ),
+    Case(
+        "state file on a read-only filesystem",
+        ["status", "{cfg}"],
+        1,
+        "state store sqlite:////proc/sb-state/state.db: cannot create folder '/proc/sb-state'",
+        edit={"state": {"url": "sqlite:////proc/sb-state/state.db"}},
+    ),
+    Case(
+        "state file that is no database",
+        [*RUN, "--start", START, "--end", END],
+        1,
+        "cannot open the state store sqlite:///{dir}/corrupt.db: file is not a database",
+        edit={"state": {"url": "sqlite:///{dir}/corrupt.db"}},
+        files={"corrupt.db": NOT_SQLITE},
+    ),
+    Case(
+        "read-only state store",
+        [*RUN, "--partitions", START, "--force"],
+        1,
+        "attempt to write a readonly database",
+        stage="recomputed",
+        edit={"state": {"url": "sqlite:///file:{state}?mode=ro&uri=true"}},
+        statuses={START: "written"},
+    ),
+    Case(
+        "state store server unreachable",
+        ["status", "{cfg}"],
+        1,
+        "cannot open the state store postgresql+psycopg://u@127.0.0.1:1/db: connection failed",
+        edit={"state": {"url": "postgresql+psycopg://u@127.0.0.1:1/db"}},
+    ),
+    Case(
+        "warehouse under a regular file",
+        [*RUN, "--start", START, "--end", END],
+        1,
+        "spark.warehouse '{dir}/afile/wh' cannot be created: '{dir}/afile' is a file, not a folder",
+        edit={"state": None, "spark": {"warehouse": "{dir}/afile/wh"}},
+        files={"afile": b"a regular file"},
+    ),
+    Case(
+        "report folder is a file",
+        ["report", "{cfg}", "--out", "{dir}/afile"],
+        2,
+        "report folder '{dir}/afile' is a file, not a folder",
+        stage="validated",
+        files={"afile": b"a regular file"},
+    ),
+    Case(
+        "report folder cannot be created",
+        ["report", "{cfg}", "--out", "{dir}/afile/report"],
+        1,
+        "cannot write the report to '{dir}/afile/report': '{dir}/afile' is a file, not a folder",
+        stage="validated",
+        files={"afile": b"a regular file"},
+    ),
+    Case(
+        "report folder on a read-only filesystem",
+        ["report", "{cfg}", "--out", "/proc/sb-report"],
+        1,
+        "cannot write the report to '/proc/sb-report'",
+        stage="validated",
+    ),
+    # Spark
+    Case(
+        "bogus spark master",
+        [*RUN, "--start", START, "--end", END],
+        2,
+        "spark.master 'bogus://x' is not a Spark master URL",
+        edit={"spark": {"master": "bogus://x", "remote": None}},
+    ),
+    Case(
+        "unreachable spark master",
+        [*RUN, "--start", START, "--end", END],
+        1,
+        "spark.master 'spark://127.0.0.1:1': cannot reach the Spark master (127.0.0.1:1: Connection refused)",
+        edit={"spark": {"master": "spark://127.0.0.1:1", "remote": None}},
+    ),
     # promotion and rollback
     Case("promote before validate", ["promote", "{cfg}"], 2, "nothing to promote", stage="recomputed"),
     Case(
@@ -198,6 +419,20 @@ CASES = [
     ),
     Case("rollback unknown id", ["rollback", "{cfg}", "--promotion", "promote-nope"], 2, "unknown promotion id"),
     Case(
+        "rollback on a missing live table",
+        ["rollback", "{cfg}", "--to-version", "1"],
+        2,
+        "live table '/nonexistent/table' does not exist (delta)",
+        edit={"live_table": "/nonexistent/table"},
+    ),
+    Case(
+        "history of a missing live table",
+        ["history", "{cfg}"],
+        2,
+        "live table '/nonexistent/table' does not exist (delta)",
+        edit={"live_table": "/nonexistent/table"},
+    ),
+    Case(
         "rollback of a rolled-back promotion",
         ["rollback", "{cfg}", "--promotion", "{promotion}"],
         1,
@@ -210,6 +445,66 @@ CASES = [
         ["rollback", "{cfg}", "--promotion", "x", "--to-version", "1"],
         2,
         "exactly one of",
+    ),
+    # config mistakes caught at load or before validation runs
+    Case(
+        "duplicate config key",
+        [*RUN, "--start", START, "--end", END],
+        2,
+        "duplicate key 'live_table' on line 2",
+        raw="live_table: a\nlive_table: b\n",
+    ),
+    Case(
+        "duplicate nested config key",
+        [*RUN, "--start", START, "--end", END],
+        2,
+        "duplicate key 'retries' on line 3",
+        raw="run:\n  retries: 1\n  retries: 2\n",
+    ),
+    Case(
+        "config path is a directory",
+        ["run", "{dir}", "--start", START, "--end", END],
+        2,
+        "config file '{dir}' is a directory, not a file",
+    ),
+    Case(
+        "suite path is a directory",
+        ["validate", "{cfg}"],
+        2,
+        "expectation suite '{dir}' is a directory, not a file",
+        stage="recomputed",
+        edit={"expectations": ["{dir}"]},
+    ),
+    Case(
+        "key column missing",
+        ["validate", "{cfg}"],
+        2,
+        "keys: column 'ghost_key' does not exist in table",
+        stage="recomputed",
+        edit={"keys": ["id", "ghost_key"]},
+    ),
+    # the shadow table must be a table of its own
+    Case(
+        "shadow is live by another path",
+        [*RUN, "--start", START, "--end", END],
+        2,
+        "is the live table",
+        edit={"shadow_table": "{live}/../events"},
+    ),
+    Case(
+        "shadow inside live",
+        [*RUN, "--start", START, "--end", END],
+        2,
+        "lies inside the live table",
+        edit={"shadow_table": "{live}/shadow"},
+    ),
+    Case(
+        "shadow dropped before promote",
+        ["promote", "{cfg}"],
+        1,
+        "does not exist (dropped after validation?)",
+        stage="validated",
+        damage=drop_shadow,
     ),
 ]
 
@@ -226,10 +521,8 @@ def _tables(bf: Any) -> tuple[Any, ...]:
     return fmt.current_version(bf.live_table), shadow
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_bad_input(make_delta_backfill: MakeBackfill, case: Case) -> None:
-    overrides = {"transform": {"function": TR + "nudged_with_one_bad_day"}, "validation": QUIET, **case.overrides}
-    bf = make_delta_backfill(**overrides)
+def _set_up(bf: Any, case: Case) -> str:
+    """Bring the tables to the case's stage; returns the promotion id when there is one."""
     promotion = ""
     if case.stage == "shadow_like_live":
         bf.table_format.create_like(bf.live_table, bf.shadow_table)
@@ -243,30 +536,75 @@ def test_bad_input(make_delta_backfill: MakeBackfill, case: Case) -> None:
         promotion = rec.id
     if case.stage == "rolled_back":
         bf.rollback(promotion)
+    if case.damage is not None:
+        case.damage(bf)
+    return promotion
+
+
+def _edit_config(cfg_path: Path, case: Case, expand: Callable[[str], str]) -> None:
+    if case.edit is None and case.raw is None:
+        return
+    data = yaml.safe_load(cfg_path.read_text())
+    for k, v in (case.edit or {}).items():
+        if v is None:
+            data.pop(k, None)
+        elif k == "expectations":
+            paths = []
+            for p in v:
+                if p.startswith("@"):
+                    (cfg_path.parent / p[1:]).write_text(SUITES[p[1:]])
+                    p = str(cfg_path.parent / p[1:])
+                paths.append(p)
+            data[k] = paths
+        elif isinstance(v, dict) and k in data and k != "transform":
+            data[k] = {**data[k], **v}
+        else:
+            data[k] = {**v, "python_path": data["transform"]["python_path"]} if k == "transform" else v
+    cfg_path.write_text(case.raw if case.raw is not None else expand(yaml.safe_dump(data)))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_bad_input(make_delta_backfill: MakeBackfill, case: Case, tmp_path: Path) -> None:
+    overrides = {"transform": {"function": TR + "nudged_with_one_bad_day"}, "validation": QUIET, **case.overrides}
+    bf = make_delta_backfill(**overrides)
+    promotion = _set_up(bf, case)
     cfg_path = bf.config_path  # type: ignore[attr-defined]
-    if case.edit is not None or case.raw is not None:
-        data = yaml.safe_load(cfg_path.read_text())
-        for k, v in (case.edit or {}).items():
-            if v is None:
-                data.pop(k, None)
-            elif k == "expectations":
-                paths = []
-                for p in v:
-                    if p.startswith("@"):
-                        (cfg_path.parent / p[1:]).write_text(SUITES[p[1:]])
-                        p = str(cfg_path.parent / p[1:])
-                    paths.append(p)
-                data[k] = paths
-            elif isinstance(v, dict) and k in data and k != "transform":
-                data[k] = {**data[k], **v}
-            else:
-                data[k] = {**v, "python_path": data["transform"]["python_path"]} if k == "transform" else v
-        cfg_path.write_text(case.raw if case.raw is not None else yaml.safe_dump(data))
+    places = {
+        "{cfg}": str(cfg_path),
+        "{dir}": str(cfg_path.parent),
+        "{state}": bf.config.state_url.removeprefix("sqlite:///"),
+        "{live}": bf.live_table,
+        "{promotion}": promotion,
+    }
+
+    def expand(text: str) -> str:
+        for k, v in places.items():
+            text = text.replace(k, v)
+        return text
+
+    for name, content in case.files.items():
+        (cfg_path.parent / name).write_bytes(content)
+    _edit_config(cfg_path, case, expand)
     before = _tables(bf)
-    args = [a.replace("{cfg}", str(cfg_path)).replace("{promotion}", promotion) for a in case.args]
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == case.code, result.output
-    assert case.words in result.output, result.output
-    assert "Traceback" not in result.output
-    assert result.output.count("error:") <= 1 or case.code == 1
+    logs = tmp_path / "logs"
+    result = CliRunner().invoke(app, [expand(a) for a in case.args], env={"SHADOW_BACKFILL_LOG_DIR": str(logs)})
+    output = result.output
+    assert result.exit_code == case.code, output
+    assert expand(case.words) in output, output
+    assert "Traceback" not in output, output
+    error_lines = [line for line in output.splitlines() if line.startswith("error:")]
+    assert len(error_lines) == (1 if case.code else 0), output
+    error_line = error_lines[0] if error_lines else ""
     assert _tables(bf) == before, "a refused command must not write any table"
+    for name, content in case.files.items():
+        assert (cfg_path.parent / name).read_bytes() == content, f"{name} was changed"
+    if case.statuses:
+        records = bf.store.records(bf.shadow_table)
+        assert {k: records[k].status if k in records else None for k in case.statuses} == case.statuses
+    written_logs = sorted(logs.glob("*.log")) if logs.is_dir() else []
+    if case.logged:
+        match = re.search(r"\(full details: (\S+)\)$", error_line)
+        assert match and written_logs == [Path(match.group(1))], output
+        assert "Traceback (most recent call last)" in written_logs[0].read_text()
+    else:
+        assert not written_logs, f"an unforeseen error reached the catch-all: {output}"

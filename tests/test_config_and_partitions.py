@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
+import time
 from pathlib import Path
 
 import pytest
@@ -11,9 +13,10 @@ from typer.testing import CliRunner
 
 from shadow_backfill.cli import app
 from shadow_backfill.config import PartitionSpec, load_config
-from shadow_backfill.errors import ConfigError, UsageError
-from shadow_backfill.partitions import PartitionScheme, sql_literal
+from shadow_backfill.errors import ConfigError, SessionError, UsageError
+from shadow_backfill.partitions import MAX_PARTITIONS, PartitionScheme, sql_literal
 from shadow_backfill.recompute import choose_chunk_size
+from shadow_backfill.session import check_master
 
 GOOD = {
     "live_table": "local.db.features",
@@ -78,11 +81,35 @@ def test_cli_config_error_exits_2_with_one_line(tmp_path: Path) -> None:
     assert "field 'format'" in result.output
 
 
+COMMANDS = ["run", "status", "validate", "report", "promote", "rollback", "history", "backfill", "demo"]
+
+
 def test_help_lists_commands() -> None:
     result = CliRunner().invoke(app, ["--help"])
     assert result.exit_code == 0
-    for cmd in ("run", "status", "demo"):
-        assert cmd in result.output
+    panel = result.output.split("Commands", 1)[1]
+    listed = re.findall(r"^[│|] (\w+) {2,}\S", panel, flags=re.M)
+    assert listed == COMMANDS, result.output
+    assert [c.name or c.callback.__name__ for c in app.registered_commands] == COMMANDS  # type: ignore[union-attr]
+    for cmd in COMMANDS:
+        sub = CliRunner().invoke(app, [cmd, "--help"])
+        assert sub.exit_code == 0 and "Usage:" in sub.output, sub.output
+
+
+def test_bogus_spark_master_fails_before_spark_starts(tmp_path: Path) -> None:
+    p = write(tmp_path, {**GOOD, "spark": {"master": "bogus://x"}})
+    started = time.monotonic()
+    result = CliRunner().invoke(app, ["run", str(p), "--start", "2024-01-01", "--end", "2024-01-02"])
+    assert result.exit_code == 2, result.output
+    assert result.output.splitlines() == [
+        "error: spark.master 'bogus://x' is not a Spark master URL (expected local[N], local-cluster[N,C,M], "
+        "spark://host:port, yarn or k8s://...)"
+    ]
+    assert time.monotonic() - started < 10
+    for good in ("local", "local[2]", "local[*]", "local[*, 4]", "local-cluster[2,1,1024]", "yarn", "k8s://h:443"):
+        check_master(good)
+    with pytest.raises(SessionError, match=r"cannot reach the Spark master \(127.0.0.1:1: Connection refused\)"):
+        check_master("spark://127.0.0.1:1")
 
 
 def scheme(**kw: object) -> PartitionScheme:
@@ -118,6 +145,53 @@ def test_hourly_and_monthly() -> None:
     i = scheme(granularity="daily", type="int")
     assert i.value("2024-02-03") == 20240203 and i.key_from_column_text("20240203") == "2024-02-03"
     assert i.key_from_column_text("garbage") is None
+
+
+def test_ranges_end_at_the_last_day_and_are_bounded() -> None:
+    assert scheme().expand("9999-12-30", "9999-12-31") == ["9999-12-30", "9999-12-31"]
+    assert scheme(granularity="hourly").expand("9999-12-31T22", "9999-12-31T23") == ["9999-12-31T22", "9999-12-31T23"]
+    assert scheme(granularity="monthly").expand("9999-11", "9999-12") == ["9999-11", "9999-12"]
+    h = scheme(granularity="hourly")
+    assert len(h.expand("2000-01-01T00", h.key(dt.datetime(2000, 1, 1) + dt.timedelta(hours=MAX_PARTITIONS - 1)))) == (
+        MAX_PARTITIONS
+    )
+    with pytest.raises(UsageError, match=r"2000-01-01T00..2011-05-29T16 holds 100,001 hourly partitions, more than"):
+        h.expand("2000-01-01T00", "2011-05-29T16")
+    with pytest.raises(UsageError, match="holds 2,913,174 daily partitions"):
+        scheme().select(start="2024-01-01", end="9999-12-31")
+
+
+def test_repeated_partitions_are_kept_once_in_order() -> None:
+    h = scheme(granularity="hourly")
+    assert h.normalize_all(["2024-01-01T05", "2024-01-01 05:00", "2024-01-01T04", " ", "2024-01-01T05"]) == [
+        "2024-01-01T05",
+        "2024-01-01T04",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("spec", "column_type", "words"),
+    [
+        ({}, "date", None),
+        ({"granularity": "hourly"}, "timestamp", None),
+        ({"granularity": "hourly"}, "timestamp_ntz", None),
+        ({"type": "int"}, "bigint", None),
+        ({"type": "string"}, "varchar(10)", None),
+        ({"granularity": "monthly"}, "string", None),
+        ({"granularity": "hourly"}, "date", "'ds' of t is date, which cannot hold hourly partitions"),
+        ({"granularity": "monthly"}, "timestamp", "needs a date, string, int column"),
+        ({}, "double", "'ds' of t is double, which cannot hold daily partitions"),
+        ({}, "string", "is string, but partition.type is 'date': set partition.type to 'string'"),
+        ({"type": "string"}, "int", "is int, but partition.type is 'string': set partition.type to 'int'"),
+    ],
+)
+def test_partition_column_type_must_fit(spec: dict, column_type: str, words: str | None) -> None:
+    s = scheme(**spec)
+    if words is None:
+        s.check_column_type(column_type, "t")
+    else:
+        with pytest.raises(ConfigError, match=re.escape(words)):
+            s.check_column_type(column_type, "t")
 
 
 def test_sql_literals_cannot_inject() -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import sb_test_transforms as t
+import yaml
 from chispa import assert_df_equality
 from conftest import END, START, MakeBackfill
 from typer.testing import CliRunner
@@ -89,6 +90,37 @@ def test_cli_failure_exits_1(make_backfill: MakeBackfill) -> None:
     assert "2024-01-03" in result.output
     reversed_range = CliRunner().invoke(app, ["run", str(bf.config_path), "--start", END, "--end", START])  # type: ignore[attr-defined]
     assert reversed_range.exit_code == 2 and "reversed" in reversed_range.output
+
+
+@pytest.mark.parametrize(
+    ("partition", "selection", "words"),
+    [
+        (
+            {"granularity": "hourly"},
+            ["--start", "2024-01-01T00", "--end", "2024-01-03T00"],
+            "partition column 'ds' of {live} is date, which cannot hold hourly partitions",
+        ),
+        (
+            {"column": "day"},
+            ["--start", START, "--end", END],
+            "partition.column 'day' is not a column of live table {live} (its columns: id, amount, cat, ds)",
+        ),
+    ],
+)
+def test_cli_refuses_a_partition_column_that_does_not_fit_live(
+    make_backfill: MakeBackfill, partition: dict, selection: list[str], words: str
+) -> None:
+    bf = make_backfill()
+    cfg = bf.config_path  # type: ignore[attr-defined]
+    data = yaml.safe_load(cfg.read_text())
+    data["partition"].update(partition)
+    cfg.write_text(yaml.safe_dump(data))
+    result = CliRunner().invoke(app, ["run", str(cfg), *selection])
+    assert result.exit_code == 2, result.output
+    lines = result.output.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: " + words.format(live=bf.live_table)), result.output
+    assert not bf.table_format.exists(bf.shadow_table)
+    assert bf.store.records(bf.shadow_table) == {}
 
 
 @pytest.mark.slow
