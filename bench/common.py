@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import json
 import os
@@ -61,3 +62,25 @@ def check(name: str, value: float, op: str, target: float) -> dict[str, Any]:
     """One target, as every scenario reports it and `python -m bench all` tabulates it."""
     ok = value >= target if op == ">=" else value <= target
     return {"name": name, "value": value, "target": f"{op} {target}", "ok": ok}
+
+
+def scenario_parser(
+    name: str, doc: str | None, *, partitions: int, scale: int, scale_help: str = "x 200 rows per partition"
+) -> argparse.ArgumentParser:
+    """The options every scenario takes (--partitions, --scale, --out); a scenario adds its own."""
+    ap = argparse.ArgumentParser(
+        prog=f"python -m bench {name}", description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--partitions", type=int, default=partitions)
+    ap.add_argument("--scale", type=int, default=scale, help=scale_help)
+    ap.add_argument("--out", type=Path, default=None)
+    return ap
+
+
+def finish(name: str, result: dict[str, Any], checks: list[dict[str, Any]], lines: list[str], out: Path | None) -> int:
+    """Write the scenario's JSON (with its checks and the machine) and print its summary lines."""
+    path = write_result(name, {**result, "checks": checks}, out)
+    for line in lines:
+        print(line)
+    print(f"  results: {path}")
+    return 0

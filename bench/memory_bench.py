@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import keys_for, seed_live, workspace, write_result
+from bench.common import finish, keys_for, scenario_parser, seed_live, workspace
 
 
 def _driver_jvm_peak_mb() -> float:
@@ -74,13 +74,14 @@ def child(partitions: int, scale: int) -> dict[str, float]:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m bench memory", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ap = scenario_parser(
+        "memory",
+        __doc__,
+        partitions=90,
+        scale=5,
+        scale_help="x 200 rows per partition for the small run; the large is 10x",
     )
-    ap.add_argument("--partitions", type=int, default=90)
-    ap.add_argument("--scale", type=int, default=5, help="x 200 rows per partition for the small run; the large is 10x")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     if args.child:
         print(json.dumps(child(args.partitions, args.scale)))
@@ -128,14 +129,12 @@ def main(argv: list[str]) -> int:
             },
         ],
     }
-    path = write_result("memory", res, args.out)
-    print(f"memory: recompute -> validate -> promote, {args.partitions} partitions, local-cluster[2,1,1024]")
+    lines = [f"memory: recompute -> validate -> promote, {args.partitions} partitions, local-cluster[2,1,1024]"]
     for r in runs:
         py, jvm = r["python_peak_mb"], r["jvm_peak_mb"]
-        print(f"  {r['rows']:>9} rows  python {py:7.1f} MB  driver JVM {jvm:7.1f} MB  {r['s']:6.1f} s")
-    print(f"  10x data: python x{py_ratio}, driver JVM x{jvm_ratio} (target <= 1.2: flat)")
-    print(f"  results: {path}")
-    return 0
+        lines.append(f"  {r['rows']:>9} rows  python {py:7.1f} MB  driver JVM {jvm:7.1f} MB  {r['s']:6.1f} s")
+    lines.append(f"  10x data: python x{py_ratio}, driver JVM x{jvm_ratio} (target <= 1.2: flat)")
+    return finish("memory", res, res.pop("checks"), lines, args.out)
 
 
 if __name__ == "__main__":

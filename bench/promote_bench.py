@@ -3,21 +3,16 @@ the same partitions into an identical copy of live, in one run."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench.common import check, keys_for, seed_live, workspace, write_result
+from bench.common import check, finish, keys_for, scenario_parser, seed_live, workspace
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench promote", description=__doc__)
-    ap.add_argument("--partitions", type=int, default=180)
-    ap.add_argument("--scale", type=int, default=1, help="x 200 rows per partition")
-    ap.add_argument("--out", type=Path, default=None)
-    args = ap.parse_args(argv)
+    args = scenario_parser("promote", __doc__, partitions=180, scale=1).parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="sb-bench-") as tmp:
         # v1 again as the "new" logic: every partition passes validation.
@@ -52,13 +47,13 @@ def main(argv: list[str]) -> int:
         "ratio_to_plain": round(tool_s / plain_s, 2),
         "targets": {"ratio_to_plain": "<= 1.2"},
     }
-    res["checks"] = [check("promote: promote / plain overwrite", res["ratio_to_plain"], "<=", 1.2)]
-    path = write_result("promote", res, args.out)
-    print(f"promote {args.partitions} partitions x {200 * args.scale} rows")
-    print(f"  promote          {tool_s:8.1f} s")
-    print(f"  plain overwrite  {plain_s:8.1f} s   promote/plain {res['ratio_to_plain']}x (target <= 1.2)")
-    print(f"  results: {path}")
-    return 0
+    checks = [check("promote: promote / plain overwrite", res["ratio_to_plain"], "<=", 1.2)]
+    lines = [
+        f"promote {args.partitions} partitions x {200 * args.scale} rows",
+        f"  promote          {tool_s:8.1f} s",
+        f"  plain overwrite  {plain_s:8.1f} s   promote/plain {res['ratio_to_plain']}x (target <= 1.2)",
+    ]
+    return finish("promote", res, checks, lines, args.out)
 
 
 if __name__ == "__main__":

@@ -9,24 +9,17 @@ Every variant writes the same rows into its own shadow table.
 
 from __future__ import annotations
 
-import argparse
 import sqlite3
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench.common import check, keys_for, seed_live, workspace, write_result
+from bench.common import check, finish, keys_for, scenario_parser, seed_live, workspace
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m bench recompute", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--partitions", type=int, default=180)
-    ap.add_argument("--scale", type=int, default=1, help="x 200 rows per partition")
-    ap.add_argument("--out", type=Path, default=None)
-    args = ap.parse_args(argv)
+    args = scenario_parser("recompute", __doc__, partitions=180, scale=1).parse_args(argv)
     from shadow_backfill.demo import features
 
     with tempfile.TemporaryDirectory(prefix="sb-bench-") as tmp:
@@ -73,17 +66,17 @@ def main(argv: list[str]) -> int:
         "same_content_as_loop": same,
         "targets": {"speedup_vs_loop": ">= 4", "ratio_to_bulk": "<= 1.5"},
     }
-    res["checks"] = [
+    checks = [
         check("recompute: per-partition loop / tool", res["speedup_vs_loop"], ">=", 4),
         check("recompute: tool / one bulk overwrite", res["ratio_to_bulk"], "<=", 1.5),
     ]
-    path = write_result("recompute", res, args.out)
-    print(f"recompute {args.partitions} partitions x {200 * args.scale} rows ({len(result.chunks)} chunks)")
-    print(f"  tool             {tool_s:8.1f} s")
-    print(f"  per-partition    {loop_s:8.1f} s   speedup {res['speedup_vs_loop']}x (target >= 4)")
-    print(f"  bulk overwrite   {bulk_s:8.1f} s   tool/bulk {res['ratio_to_bulk']}x (target <= 1.5)")
-    print(f"  results: {path}")
-    return 0
+    lines = [
+        f"recompute {args.partitions} partitions x {200 * args.scale} rows ({len(result.chunks)} chunks)",
+        f"  tool             {tool_s:8.1f} s",
+        f"  per-partition    {loop_s:8.1f} s   speedup {res['speedup_vs_loop']}x (target >= 4)",
+        f"  bulk overwrite   {bulk_s:8.1f} s   tool/bulk {res['ratio_to_bulk']}x (target <= 1.5)",
+    ]
+    return finish("recompute", res, checks, lines, args.out)
 
 
 if __name__ == "__main__":

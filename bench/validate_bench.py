@@ -12,22 +12,14 @@ entities per day, seeded by the hash-based generator (identical every run).
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
 import json
-import os
-import platform
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import check
-
-os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-
-RESULTS = Path(__file__).parent / "results"
+from bench.common import check, finish, keys_for, scenario_parser, seed_live, workspace
 
 SUITE = {
     "name": "bench",
@@ -58,32 +50,10 @@ SUITE = {
 
 
 def build(workdir: Path, partitions: int, scale: int) -> Any:
-    import yaml
-
-    from shadow_backfill import Backfill
-    from shadow_backfill.config import load_config
-    from shadow_backfill.demo import features
-
-    features.ENTITIES = 200 * scale
     (workdir / "suite.json").write_text(json.dumps(SUITE))
-    cfg = {
-        "live_table": "local.bench.features",
-        "format": "iceberg",
-        "partition": {"column": "ds"},
-        "keys": ["entity_id"],
-        "transform": {"function": "shadow_backfill.demo.features:features_v2"},
-        "spark": {"master": "local[*]", "warehouse": "warehouse", "conf": {"spark.sql.shuffle.partitions": "8"}},
-        "expectations": ["suite.json"],
-    }
-    (workdir / "bench.yaml").write_text(yaml.safe_dump(cfg))
-    bf = Backfill(load_config(workdir / "bench.yaml"))
-    start = dt.date(2024, 1, 1)
-    keys = [(start + dt.timedelta(days=i)).isoformat() for i in range(partitions)]
-    values = [bf.scheme.value(k) for k in keys]
-    fmt = bf.table_format
-    live = features.features_v1(bf.spark, values)
-    fmt.create(bf.live_table, live.schema, ["ds"])
-    fmt.overwrite_partitions(bf.live_table, live, keys)
+    bf = workspace(workdir, scale=scale, transform="features_v2", extra={"expectations": ["suite.json"]})
+    keys = keys_for(partitions)
+    seed_live(bf, keys)
     bf.run(partitions=keys, max_parallel=2)
     return bf, keys
 
@@ -131,18 +101,13 @@ def run_limit(bf: Any, keys: list[str]) -> float:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m bench validate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--partitions", type=int, default=90)
-    ap.add_argument("--scale", type=int, default=1, help="x 200 entities per partition")
+    ap = scenario_parser("validate", __doc__, partitions=90, scale=1, scale_help="x 200 entities per partition")
     ap.add_argument(
         "--naive-partitions",
         type=int,
         default=None,
         help="time the naive loop on this many partitions and extrapolate (default: all)",
     )
-    ap.add_argument("--out", type=Path, default=RESULTS / "validate.json")
     args = ap.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="sb-bench-") as tmp:
@@ -171,23 +136,21 @@ def main(argv: list[str]) -> int:
         "targets": {"speedup_vs_naive": ">= 10", "ratio_to_limit": "<= 2 (issue 6)"},
         "verdicts": {v: sum(1 for x in verdicts.values() if x == v) for v in ("pass", "warn", "fail")},
         "naive_suite_agrees": agree,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
     }
-    result["checks"] = [
+    checks = [
         check("validate: naive loop / tool", result["speedup_vs_naive"], ">=", 10),
         check("validate: tool / one grouped scan", result["ratio_to_limit"], "<=", 2),
     ]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    n_exp = result["expectations"]
-    print(f"validate {args.partitions} partitions x {200 * args.scale} rows, {n_exp} expectations + drift")
-    print(f"  fast path        {fast_s:8.1f} s")
-    print(f"  naive loop       {naive_s:8.1f} s   ({len(naive_keys)} partitions measured)")
-    print(f"  one grouped scan {limit_s:8.1f} s")
-    print(f"  speedup vs naive {result['speedup_vs_naive']:8.1f} x  (target >= 10)")
-    print(f"  fast / limit     {result['ratio_to_limit']:8.1f} x")
-    print(f"  results: {args.out}")
-    return 0
+    lines = [
+        f"validate {args.partitions} partitions x {200 * args.scale} rows, "
+        f"{result['expectations']} expectations + drift",
+        f"  fast path        {fast_s:8.1f} s",
+        f"  naive loop       {naive_s:8.1f} s   ({len(naive_keys)} partitions measured)",
+        f"  one grouped scan {limit_s:8.1f} s",
+        f"  speedup vs naive {result['speedup_vs_naive']:8.1f} x  (target >= 10)",
+        f"  fast / limit     {result['ratio_to_limit']:8.1f} x",
+    ]
+    return finish("validate", result, checks, lines, args.out)
 
 
 if __name__ == "__main__":

@@ -23,8 +23,8 @@ from pydantic import (
 )
 
 from shadow_backfill.errors import ConfigError
+from shadow_backfill.formats import FORMATS, spec
 
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -187,7 +187,7 @@ class BackfillConfig(_Strict):
     live_table: str
     shadow_table: str | None = None
     version: str = "v2"
-    format: Literal["iceberg", "delta"]
+    format: str
     partition: PartitionSpec
     keys: list[str] = Field(default_factory=list)
     transform: TransformSpec
@@ -201,6 +201,12 @@ class BackfillConfig(_Strict):
     # Set by load_config: the folder relative paths are resolved against, and the file's hash.
     base_dir: Path = Field(default=Path("."), exclude=True)
     config_hash: str = Field(default="", exclude=True)
+
+    @field_validator("format")
+    @classmethod
+    def _known_format(cls, v: str) -> str:
+        spec(v)  # raises with the list of formats
+        return v
 
     @field_validator("version")
     @classmethod
@@ -219,10 +225,10 @@ class BackfillConfig(_Strict):
 
     @model_validator(mode="after")
     def _tables(self) -> BackfillConfig:
-        if self.format == "iceberg":
+        if self.format in FORMATS:
             for name in (self.live_table, self.shadow_table):
-                if name is not None and not _IDENT.match(name):
-                    raise ValueError(f"Iceberg table {name!r} must be an identifier like catalog.db.table")
+                if name is not None and (problem := FORMATS[self.format].table_name_error(name)):
+                    raise ValueError(problem)
         if self.shadow_table is not None and self.shadow_table == self.live_table:
             raise ValueError("shadow_table must differ from live_table")
         return self

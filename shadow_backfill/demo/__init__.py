@@ -15,6 +15,7 @@ import yaml
 
 from shadow_backfill.api import Backfill
 from shadow_backfill.config import load_config
+from shadow_backfill.formats import spec
 
 DEMO_START = dt.date(2024, 1, 1)
 MODULE = "demo_features"
@@ -26,10 +27,13 @@ def demo_range(days: int) -> tuple[str, str]:
 
 def demo_config(fmt: str, days: int) -> dict[str, object]:
     start, end = demo_range(days)
-    live = "local.demo.features" if fmt == "iceberg" else "warehouse/delta/features"
-    spark: dict[str, object] = {"warehouse": "warehouse", "conf": {"spark.sql.shuffle.partitions": "4"}}
-    if fmt == "delta":
-        spark["remote"] = "sail"
+    fmt_spec = spec(fmt)
+    live = fmt_spec.demo_live_table
+    spark: dict[str, object] = {
+        "warehouse": "warehouse",
+        "conf": {"spark.sql.shuffle.partitions": "4"},
+        **fmt_spec.demo_spark,
+    }
     return {
         "live_table": live,
         "version": "v2",

@@ -1,29 +1,105 @@
-"""Table formats behind one interface: pick one with :func:`format_for`."""
+"""Table formats behind one interface, and the one registry of them.
+
+Config validation, the CLI's choices and the demo ask this registry; nothing outside
+`formats/` names a format. Adding a backend = one module with a :class:`TableFormat` subclass
+plus one :class:`FormatSpec` entry below. The classes are imported lazily (this module is
+imported by `config.py`, and Delta users need no Iceberg and back).
+"""
 
 from __future__ import annotations
 
+import importlib
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import SparkSession
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
-from shadow_backfill.formats.base import Commit, TableFormat
-from shadow_backfill.partitions import PartitionScheme
+    from shadow_backfill.formats.base import Commit, TableFormat
+    from shadow_backfill.partitions import PartitionScheme
 
-__all__ = ["Commit", "TableFormat", "format_class", "format_for"]
+__all__ = ["FORMATS", "Commit", "FormatSpec", "TableFormat", "format_class", "format_for", "format_names", "spec"]
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    """What the rest of the tool may know about a format without importing it."""
+
+    name: str
+    title: str
+    module: str
+    class_name: str
+    summary: str
+    # Table names: an identifier (catalog.db.table) only, or also a path.
+    identifier_only: bool
+    # The demo's live table and the Spark settings it needs beyond the defaults.
+    demo_live_table: str
+    demo_spark: dict[str, Any] = field(default_factory=dict)
+
+    def table_name_error(self, name: str) -> str | None:
+        """Why `name` cannot name a table of this format, or None when it can."""
+        if self.identifier_only and not _IDENTIFIER.match(name):
+            return f"{self.title} table {name!r} must be an identifier like catalog.db.table"
+        return None
+
+
+FORMATS: dict[str, FormatSpec] = {
+    spec.name: spec
+    for spec in (
+        FormatSpec(
+            name="iceberg",
+            title="Iceberg",
+            module="shadow_backfill.formats.iceberg",
+            class_name="IcebergFormat",
+            summary="Iceberg tables in a Spark catalog (embedded local Spark, offline)",
+            identifier_only=True,
+            demo_live_table="local.demo.features",
+        ),
+        FormatSpec(
+            name="delta",
+            title="Delta",
+            module="shadow_backfill.formats.delta",
+            class_name="DeltaFormat",
+            summary="Delta tables by path (the demo runs them over Spark Connect on Sail)",
+            identifier_only=False,
+            demo_live_table="warehouse/delta/features",
+            demo_spark={"remote": "sail"},
+        ),
+    )
+}
+
+
+def format_names() -> list[str]:
+    return list(FORMATS)
+
+
+def spec(name: str) -> FormatSpec:
+    try:
+        return FORMATS[name]
+    except KeyError:
+        raise ValueError(f"unknown table format {name!r} (expected one of: {', '.join(FORMATS)})") from None
 
 
 def format_class(name: str) -> type[TableFormat]:
-    """The class for a format name; imported lazily so Delta users need no Iceberg and back."""
-    if name == "iceberg":
-        from shadow_backfill.formats.iceberg import IcebergFormat
-
-        return IcebergFormat
-    if name == "delta":
-        from shadow_backfill.formats.delta import DeltaFormat
-
-        return DeltaFormat
-    raise ValueError(f"unknown table format {name!r} (expected 'iceberg' or 'delta')")
+    """The class for a format name, imported on first use."""
+    s = spec(name)
+    cls: type[TableFormat] = getattr(importlib.import_module(s.module), s.class_name)
+    return cls
 
 
 def format_for(name: str, spark: SparkSession, scheme: PartitionScheme, base_dir: Path) -> TableFormat:
     return format_class(name)(spark, scheme, base_dir)
+
+
+def __getattr__(name: str) -> Any:
+    # `from shadow_backfill.formats import TableFormat, Commit` without importing Spark-facing
+    # code when config.py imports the registry.
+    if name in ("Commit", "TableFormat"):
+        from shadow_backfill.formats import base
+
+        return getattr(base, name)
+    raise AttributeError(name)

@@ -1,0 +1,3 @@
+from shadow_backfill.cli.app import main
+
+main()

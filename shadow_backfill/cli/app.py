@@ -1,0 +1,238 @@
+"""The `shadow-backfill` commands (Typer): each calls the Python API and renders its result.
+
+How failures print (one line, exit codes, log files) lives in `output.py`; the tables and
+summary lines in `render.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+from shadow_backfill.api import Backfill
+from shadow_backfill.cli.output import fail, handle_errors, out, recompute_progress, split_partitions
+from shadow_backfill.cli.render import (
+    fail_if_incomplete,
+    failed_validation,
+    history_table,
+    print_backfill,
+    print_plan,
+    print_verdicts,
+    promoted_line,
+    run_summary,
+    status_table,
+)
+from shadow_backfill.errors import UsageError
+from shadow_backfill.formats import FORMATS, format_names
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="Recompute partitions into a shadow table, validate them, and promote only what passes.",
+)
+
+ConfigArg = typer.Argument(..., help="The backfill config (YAML).", show_default=False)
+
+
+@app.command()
+@handle_errors
+def run(
+    config: Path = ConfigArg,
+    start: str | None = typer.Option(None, help="First partition, e.g. 2024-01-01."),
+    end: str | None = typer.Option(None, help="Last partition (included)."),
+    partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
+    max_parallel: int | None = typer.Option(None, min=1, help="Chunks written at once (default: config)."),
+    chunk_size: int | None = typer.Option(None, min=1, help="Partitions per Spark job (default: auto)."),
+    force: bool = typer.Option(False, help="Rewrite partitions that are already written."),
+    allow_code_change: bool = typer.Option(
+        False, help="Allow a changed transform to rewrite partitions of the same shadow version."
+    ),
+) -> None:
+    """Recompute partitions into the shadow table (resumable: written partitions are skipped)."""
+    bf = Backfill.from_config(config)
+    names = split_partitions(partitions)
+    _requested, to_do = bf.plan(start, end, names, force=force, allow_code_change=allow_code_change)
+    with recompute_progress(bf.shadow_table, len(to_do)) as advance:
+        result = bf.run(
+            start,
+            end,
+            names,
+            max_parallel=max_parallel,
+            chunk_size=chunk_size,
+            force=force,
+            allow_code_change=allow_code_change,
+            on_progress=advance,
+        )
+    out.print(run_summary(result, bf.shadow_table))
+    fail_if_incomplete(result)
+
+
+@app.command()
+@handle_errors
+def status(
+    config: Path = ConfigArg,
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON list instead of a table."),
+) -> None:
+    """Show every partition of the shadow table and its state."""
+    bf = Backfill.from_config(config)
+    rows = bf.status_rows()
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
+        return
+    out.print(status_table(bf.shadow_table, rows))
+
+
+@app.command()
+@handle_errors
+def validate(
+    config: Path = ConfigArg,
+    start: str | None = typer.Option(None, help="First partition (default: every recomputed partition)."),
+    end: str | None = typer.Option(None, help="Last partition (included)."),
+    partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
+) -> None:
+    """Validate shadow partitions (suites + drift against live); exits 1 if any partition fails."""
+    bf = Backfill.from_config(config)
+    result = bf.validate(start, end, split_partitions(partitions))
+    print_verdicts(result)
+    if not result.ok:
+        fail(failed_validation(result))
+
+
+@app.command()
+@handle_errors
+def report(
+    config: Path = ConfigArg,
+    out_dir: Path = typer.Option(..., "--out", help="Folder for report.html, report.json, report.md, junit.xml."),
+) -> None:
+    """Write the HTML, JSON, Markdown and JUnit reports of the latest verdicts."""
+    paths = Backfill.from_config(config).report(out_dir)
+    for kind, path in paths.items():
+        out.print(f"{kind:9} {path}")
+
+
+@app.command()
+@handle_errors
+def promote(
+    config: Path = ConfigArg,
+    partitions: str | None = typer.Option(
+        None, help="Comma-separated partitions (all-or-nothing); default: every validated partition that passed."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan; write nothing."),
+    allow_warn: bool | None = typer.Option(None, "--allow-warn/--no-allow-warn", help="Promote warned partitions."),
+) -> None:
+    """Promote passing shadow partitions into the live table in ONE atomic commit."""
+    bf = Backfill.from_config(config)
+    names = split_partitions(partitions)
+    if dry_run:
+        print_plan(bf.plan_promotion(names, allow_warn=allow_warn), dry_run=True)
+        return
+    plan, rec = bf.promote(names, allow_warn=allow_warn)
+    print_plan(plan, dry_run=False)
+    if rec is None:
+        fail("nothing promoted: no partition passed every check")
+    out.print(promoted_line(rec))
+
+
+@app.command()
+@handle_errors
+def rollback(
+    config: Path = ConfigArg,
+    promotion: str | None = typer.Option(None, "--promotion", help="Undo this promotion (or rollback) id."),
+    to_version: int | None = typer.Option(None, "--to-version", help="Restore the whole live table to a version."),
+    force: bool = typer.Option(False, help="Restore even if the partitions changed after the promotion."),
+) -> None:
+    """Undo a promotion exactly (its partitions, one atomic commit), or restore a whole version."""
+    rec = Backfill.from_config(config).rollback(promotion, to_version=to_version, force=force)
+    what = f"undid {rec.target}" if rec.target else f"restored version {rec.to_version}"
+    out.print(
+        f"{rec.id}: {what} on {len(rec.partitions)} partition(s) of {rec.live_table}: "
+        f"live version {rec.live_version_before} -> {rec.live_version_after}"
+    )
+
+
+@app.command()
+@handle_errors
+def history(
+    config: Path = ConfigArg,
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON list instead of a table."),
+) -> None:
+    """Promotions and rollbacks of the live table, oldest first."""
+    recs = Backfill.from_config(config).history()
+    if as_json:
+        sys.stdout.write(json.dumps([r.as_dict() for r in recs], indent=2, default=str) + "\n")
+        return
+    out.print(history_table(recs))
+
+
+@app.command()
+@handle_errors
+def backfill(
+    config: Path = ConfigArg,
+    start: str | None = typer.Option(None, help="First partition."),
+    end: str | None = typer.Option(None, help="Last partition (included)."),
+    partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
+    max_parallel: int | None = typer.Option(None, min=1, help="Chunks written at once."),
+    force: bool = typer.Option(False, help="Recompute partitions that are already written."),
+    promote_passing: bool = typer.Option(True, "--promote/--no-promote", help="--no-promote stops after the report."),
+    report_dir: Path | None = typer.Option(
+        None, "--report", help="Report folder (default: report/ beside the config)."
+    ),
+) -> None:
+    """The main job: recompute -> validate -> promote what passed -> report."""
+    bf = Backfill.from_config(config)
+    names = split_partitions(partitions)
+    _requested, to_do = bf.plan(start, end, names, force=force)
+    with recompute_progress(bf.shadow_table, len(to_do)) as advance:
+        result = bf.backfill(
+            start,
+            end,
+            names,
+            max_parallel=max_parallel,
+            force=force,
+            promote=promote_passing,
+            report_dir=report_dir,
+            on_progress=advance,
+        )
+    print_backfill(result)
+
+
+@app.command()
+@handle_errors
+def demo(
+    directory: Path = typer.Argument(..., help="Folder for the demo (created if missing)."),
+    format: str = typer.Option(
+        format_names()[0], "--format", help="; ".join(f"{s.name}: {s.summary}" for s in FORMATS.values())
+    ),
+    days: int = typer.Option(60, min=2, max=366, help="Daily partitions in the demo's live table."),
+    run_recompute: bool = typer.Option(True, "--run/--no-run", help="Also recompute the range into the shadow."),
+) -> None:
+    """Write a self-contained example (live table, v2 transform, config, suite) and recompute it."""
+    from shadow_backfill.demo import demo_range, seed_live_table, write_demo
+
+    if format not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not {format!r}")
+    cfg = write_demo(directory, format, days)
+    bf = seed_live_table(cfg, days)
+    start, end = demo_range(days)
+    out.print(f"live table {bf.live_table}: {days} daily partitions {start}..{end} (v1 logic)")
+    if run_recompute:
+        _requested, to_do = bf.plan(start, end)
+        with recompute_progress(bf.shadow_table, len(to_do)) as advance:
+            result = bf.run(start, end, on_progress=advance)
+        out.print(
+            f"shadow table {bf.shadow_table}: {len(result.written)} written, {len(result.skipped)} skipped, "
+            f"{len(result.failed)} failed; version {result.shadow_version}"
+        )
+        fail_if_incomplete(result)
+        verdicts = bf.validate()
+        print_verdicts(verdicts)
+        paths = bf.report(directory / "report")
+        out.print(f"report: {paths['html']}")
+    out.print(f"config: {cfg}\nnext: shadow-backfill status {cfg}")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,124 @@
+"""How the CLI speaks: two consoles with markup off, one error line per failure, log files.
+
+Every command turns a :class:`ShadowBackfillError` into one red line naming the culprit and
+its exit code (2 for usage errors, 1 for runtime failures). Anything else (an engine error we
+did not foresee) is one line too, with the full traceback written to a log file whose path the
+line gives; Ctrl-C is "interrupted" and exit 130. Both consoles have markup off: partition
+values, table names, messages and data are user text and must print as typed, so styling is
+only ever applied through `Text` objects.
+"""
+
+from __future__ import annotations
+
+import functools
+import getpass
+import os
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from shadow_backfill.errors import ShadowBackfillError, UsageError
+
+console = Console(stderr=True, soft_wrap=True, markup=False, highlight=False)
+out = Console(soft_wrap=True, markup=False, highlight=False)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+LOG_DIR_ENV = "SHADOW_BACKFILL_LOG_DIR"
+
+
+def log_dir() -> Path:
+    """Where full tracebacks go: $SHADOW_BACKFILL_LOG_DIR, else a per-user folder in the system
+    temp dir (always writable, even when the config's folder is the thing that is broken)."""
+    if os.environ.get(LOG_DIR_ENV):
+        return Path(os.environ[LOG_DIR_ENV])
+    try:
+        user = getpass.getuser()
+    except Exception:
+        user = str(os.getpid())
+    return Path(tempfile.gettempdir()) / f"shadow-backfill-{user}" / "logs"
+
+
+def write_log(text: str) -> Path | None:
+    """Write `text` to a new log file; None if even that fails (the one line is printed anyway)."""
+    try:
+        folder = log_dir()
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, name = tempfile.mkstemp(prefix=time.strftime("error-%Y%m%dT%H%M%S-"), suffix=".log", dir=folder)
+        with os.fdopen(fd, "w") as f:
+            f.write(f"shadow-backfill {' '.join(sys.argv[1:])}\n{text}")
+        return Path(name)
+    except OSError:
+        return None
+
+
+def fail(message: str, code: int = 1, details: str | None = None) -> NoReturn:
+    """Print the one error line and exit. A multi-line message keeps its first line; the rest,
+    with `details`, goes to a log file named on that line."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()] or ["unknown error"]
+    line = lines[0]
+    if len(line) > 500:
+        line = line[:500] + " …"
+    if details is not None or len(lines) > 1:
+        log = write_log((details or "") + "\n" + message + "\n")
+        line += f" (full details: {log})" if log else " (no log could be written)"
+    console.print(Text.assemble(("error:", "bold red"), " ", line), soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def handle_errors(fn: F) -> F:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ShadowBackfillError as exc:
+            fail(str(exc), exc.exit_code)
+        except KeyboardInterrupt:
+            fail("interrupted (partitions not written yet are redone by the next run)", 130)
+        except (typer.Exit, typer.Abort, typer.TyperException):  # Typer's own exits and usage errors
+            raise
+        except Exception as exc:
+            fail(f"{type(exc).__name__}: {exc}", 1, details="".join(traceback.format_exception(exc)))
+
+    return wrapper  # type: ignore[return-value]
+
+
+def split_partitions(partitions: str | None) -> list[str] | None:
+    if partitions is None:
+        return None
+    items = [p.strip() for p in partitions.split(",") if p.strip()]
+    if not items:
+        raise UsageError("--partitions is empty")
+    return items
+
+
+@contextmanager
+def recompute_progress(table: str, total: int) -> Iterator[Callable[[Sequence[str], str], None]]:
+    """A progress bar over the partitions to recompute; yields the runner's progress callback."""
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("[bold]recompute[/] {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+        disable=not console.is_terminal,
+    ) as progress:
+        task = progress.add_task(escape(table), total=total)
+
+        def advance(chunk: Sequence[str], outcome: str) -> None:
+            progress.advance(task, len(chunk))
+
+        yield advance

@@ -1,0 +1,141 @@
+"""What the CLI prints for each result object: tables and summary lines, never markup."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from shadow_backfill.cli.output import console, fail, out
+
+STATUS_STYLE = {"written": "green", "running": "yellow", "pending": "dim", "failed": "red"}
+VERDICT_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red"}
+
+
+def run_summary(result: Any, label: str) -> str:
+    held = f", {len(result.held)} held by another run" if result.held else ""
+    return (
+        f"{label}: {len(result.written)} written, {len(result.skipped)} skipped (already written), "
+        f"{len(result.failed)} failed{held} in {len(result.chunks)} chunk(s); shadow version {result.shadow_version}"
+    )
+
+
+def incomplete_run(result: Any) -> list[str]:
+    """Why a run did not do everything asked (failed partitions, ones another run holds); the
+    failed partitions are listed first. A run that quietly did nothing must not pass a CI gate."""
+    for key in sorted(result.failed)[:10]:
+        console.print(Text.assemble(("failed", "red"), f" {key}: {result.failed[key]}"))
+    problems = []
+    if result.failed:
+        problems.append(f"{len(result.failed)} of {len(result.requested)} partition(s) failed (a rerun retries them)")
+    if result.held:
+        problems.append(result.held_summary())
+    return problems
+
+
+def fail_if_incomplete(result: Any) -> None:
+    if problems := incomplete_run(result):
+        fail("; ".join(problems))
+
+
+def status_table(table_name: str, rows: list[dict[str, Any]]) -> Table:
+    table = Table(title=f"{table_name} ({len(rows)} partitions)")
+    for col in ("partition", "status", "rows", "shadow version", "attempts", "seconds", "error"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(
+            r["partition"],
+            Text(r["status"], style=STATUS_STYLE.get(r["status"], "")),
+            "" if r["rows"] is None else str(r["rows"]),
+            "" if r["shadow_version"] is None else str(r["shadow_version"]),
+            str(r["attempts"]),
+            "" if r["duration_s"] is None else f"{r['duration_s']:.1f}",
+            (r["error"] or "")[:80],
+        )
+    return table
+
+
+def failed_validation(result: Any) -> str:
+    """The error line of a failed gate names the partitions, so a CI log says what to look at."""
+    failed = [v.partition for v in result.verdicts if v.verdict == "fail"]
+    more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
+    return f"{len(failed)} partition(s) failed validation: {', '.join(failed[:5])}{more}"
+
+
+def print_verdicts(result: Any) -> None:
+    table = Table(title=f"validation {result.validation_id}: shadow version {result.shadow_version}")
+    for col in ("partition", "verdict", "rows live → shadow", "reasons"):
+        table.add_column(col)
+    for v in result.verdicts:
+        rows = v.metrics.get("rows", {})
+        reasons = "; ".join(c.message for c in v.reasons[:3]) + (" …" if len(v.reasons) > 3 else "")
+        table.add_row(
+            v.partition,
+            Text(v.verdict, style=VERDICT_STYLE[v.verdict]),
+            f"{rows.get('live', '')} → {rows.get('shadow', '')}",
+            reasons,
+        )
+    out.print(table)
+    c = result.counts
+    out.print(f"{c['pass']} pass, {c['warn']} warn, {c['fail']} fail in {result.seconds:.1f} s")
+
+
+def print_plan(plan: Any, *, dry_run: bool) -> None:
+    title = "promotion plan (dry run: nothing written)" if dry_run else "promotion"
+    table = Table(title=f"{title}; expects live version {plan.live_version}")
+    for col in ("partition", "action", "rows live → shadow", "detail"):
+        table.add_column(col)
+    for k in plan.partitions:
+        rows = plan.rows.get(k, {})
+        table.add_row(
+            k,
+            Text("promote", style="green"),
+            f"{rows.get('live', '')} → {rows.get('shadow', '')}",
+            f"shadow version {plan.shadow_versions.get(k)}",
+        )
+    for k, reason in plan.refused.items():
+        table.add_row(k, Text("refused", style="red"), "", reason)
+    out.print(table)
+
+
+def promoted_line(rec: Any) -> str:
+    return (
+        f"promoted {len(rec.partitions)} partition(s) into {rec.live_table} as {rec.id}: "
+        f"live version {rec.live_version_before} -> {rec.live_version_after}"
+    )
+
+
+def history_table(recs: list[Any]) -> Table:
+    table = Table(title="promotions and rollbacks")
+    for col in ("id", "kind", "at", "partitions", "live version", "undoes", "undone by", "user"):
+        table.add_column(col)
+    for r in recs:
+        parts = ", ".join(r.partitions[:3]) + (f" (+{len(r.partitions) - 3})" if len(r.partitions) > 3 else "")
+        table.add_row(
+            r.id,
+            r.kind,
+            r.at.strftime("%Y-%m-%d %H:%M:%S") if r.at else "",
+            parts,
+            f"{r.live_version_before} → {r.live_version_after}",
+            r.target or (f"v{r.to_version}" if r.to_version else ""),
+            r.undone_by or "",
+            r.user or "",
+        )
+    return table
+
+
+def print_backfill(result: Any) -> None:
+    """The main job's result, step by step; exits 1 (one error line) if anything did not pass."""
+    out.print(run_summary(result.run, "recompute"))
+    print_verdicts(result.validation)
+    if result.promotion is not None:
+        out.print(promoted_line(result.promotion))
+    elif result.promote_requested:
+        out.print("promote: no partition passed; live is untouched")
+    out.print(f"report: {result.reports['html']}")
+    problems = incomplete_run(result.run)
+    if not result.validation.ok:
+        problems.append(failed_validation(result.validation))
+    if problems:
+        fail("; ".join(problems))
