@@ -9,6 +9,7 @@ bf.read_shadow(["2024-01-05"]).show()
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,9 @@ from pyspark.sql import DataFrame, SparkSession
 from shadow_backfill.config import BackfillConfig, load_config
 from shadow_backfill.errors import TableNotFoundError, UsageError, WriteError, os_reason
 from shadow_backfill.formats import TableFormat, format_for
+from shadow_backfill.ledger import reconcile
 from shadow_backfill.partitions import PartitionScheme
-from shadow_backfill.promote import Promoter, PromotionPlan, reconcile
+from shadow_backfill.promote import Promoter, PromotionPlan
 from shadow_backfill.recompute import ProgressCallback, Recompute, RunOptions, RunResult
 from shadow_backfill.report import ReportData, write_reports
 from shadow_backfill.rollback import Rollback
@@ -27,6 +29,23 @@ from shadow_backfill.session import ensure_warehouse, open_session
 from shadow_backfill.state import PartitionRecord, PromotionRecord, StateStore, VerdictRecord
 from shadow_backfill.transform import Transform, load_transform
 from shadow_backfill.validate import ValidationResult, Validator
+
+
+@dataclass
+class BackfillResult:
+    """What the main job did, step by step: the CLI renders it, a script can inspect it."""
+
+    run: RunResult
+    validation: ValidationResult
+    promotion_plan: PromotionPlan | None
+    promotion: PromotionRecord | None
+    reports: dict[str, Path]
+    promote_requested: bool
+
+    @property
+    def ok(self) -> bool:
+        """Everything requested was recomputed and every partition passed the gate."""
+        return self.run.complete and self.validation.ok
 
 
 class Backfill:
@@ -220,6 +239,33 @@ class Backfill:
             return rb.undo(promotion_id, force=force)
         assert to_version is not None
         return rb.to_version(to_version)
+
+    def backfill(
+        self,
+        start: str | None = None,
+        end: str | None = None,
+        partitions: list[str] | None = None,
+        *,
+        max_parallel: int | None = None,
+        force: bool = False,
+        promote: bool = True,
+        report_dir: str | Path | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> BackfillResult:
+        """The main job: recompute -> validate -> promote what passed (one commit) -> report.
+
+        Only partitions whose verdict is `pass` are promoted, by name, so the promotion is
+        all-or-nothing over them: a partition refused at the last moment (live changed after
+        validation) refuses the promotion instead of quietly shrinking it."""
+        run = self.run(start, end, partitions, max_parallel=max_parallel, force=force, on_progress=on_progress)
+        checked = self.validate(start, end, partitions)
+        plan: PromotionPlan | None = None
+        rec: PromotionRecord | None = None
+        passing = [v.partition for v in checked.verdicts if v.verdict == "pass"]
+        if promote and passing:
+            plan, rec = self.promote(passing)
+        reports = self.report(report_dir or self.config.base_dir / "report")
+        return BackfillResult(run, checked, plan, rec, reports, promote)
 
     def history(self) -> list[PromotionRecord]:
         """Promotions and rollbacks of the live table, oldest first (commits missing from the

@@ -19,16 +19,16 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import ConfigError, RefusedError, TableNotFoundError, TransformError
 from shadow_backfill.formats import TableFormat
+from shadow_backfill.ledger import CODE_FINGERPRINT, KIND
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.state import FAILED, WRITTEN, StateStore, lock_owner
-from shadow_backfill.transform import Transform
+from shadow_backfill.transform import Transform, align_to_schema, count_rows_by_partition
 
 MAX_COMMIT_CONFLICTS = 20
 
@@ -137,54 +137,6 @@ def first_line(exc: BaseException) -> str:
 
 def chunked(keys: Sequence[str], size: int) -> list[list[str]]:
     return [list(keys[i : i + size]) for i in range(0, len(keys), size)]
-
-
-def align_to_schema(df: DataFrame, schema: StructType, what: str) -> DataFrame:
-    """Select the target's columns in its order; refuse missing, extra or retyped columns."""
-    have = {f.name: f.dataType for f in df.schema.fields}
-    want = {f.name: f.dataType for f in schema.fields}
-    missing = [c for c in want if c not in have]
-    extra = [c for c in have if c not in want]
-    retyped = [
-        f"{c} ({have[c].simpleString()} instead of {want[c].simpleString()})"
-        for c in want
-        if c in have and have[c] != want[c]
-    ]
-    problems = []
-    if missing:
-        problems.append(f"missing columns {missing}")
-    if extra:
-        problems.append(f"unexpected columns {extra}")
-    if retyped:
-        problems.append(f"columns of the wrong type {retyped}")
-    if problems:
-        raise TransformError(f"{what} does not match the shadow table's schema: " + "; ".join(problems))
-    return df.select(*[F.col(c) for c in want])
-
-
-def count_rows_by_partition(df: DataFrame, scheme: PartitionScheme, keys: Sequence[str], what: str) -> dict[str, int]:
-    """Rows per requested partition, in one aggregate job; refuse any row outside `keys`.
-
-    Only the grouped counts reach the driver (at most len(keys) + 1 rows), never the data.
-    """
-    expected = {scheme.column_text(k): k for k in keys}
-    rows = df.groupBy(F.col(scheme.column).cast("string").alias("k")).count().limit(len(keys) + 1).collect()
-    stray = [r["k"] for r in rows if r["k"] not in expected]
-    if stray:
-        found = []
-        if None in stray:
-            found.append("rows with a null partition value")
-        if others := sorted(k for k in stray if k is not None):
-            found.append(f"rows for {others[:5]}")
-        detail = " and ".join(found)
-        raise TransformError(
-            f"{what} returned {detail} in column {scheme.column!r}, but was asked only for "
-            f"{keys[0]}..{keys[-1]} ({len(keys)} partitions); nothing was written"
-        )
-    counts = {k: 0 for k in keys}
-    for r in rows:
-        counts[expected[r["k"]]] = int(r["count"])
-    return counts
 
 
 class Recompute:
@@ -459,6 +411,6 @@ class Recompute:
             self.shadow,
             df,
             keys,
-            {"shadow-backfill.kind": "recompute", "shadow-backfill.code-fingerprint": self.transform.fingerprint},
+            {KIND: "recompute", CODE_FINGERPRINT: self.transform.fingerprint},
         )
         return counts, version

@@ -9,6 +9,8 @@ way.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -16,20 +18,20 @@ from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import RefusedError, UsageError
 from shadow_backfill.formats import TableFormat
 from shadow_backfill.formats.base import LiveChangedError
+from shadow_backfill.ledger import live_partition_locks, new_id, reconcile, write_and_record
 from shadow_backfill.partitions import PartitionScheme
-from shadow_backfill.promote import live_partition_locks, new_id, reconcile, write_and_record
-from shadow_backfill.state import PromotionRecord, StateStore, utcnow
+from shadow_backfill.state import ROLLBACK, PromotionRecord, StateStore
 
 
+@dataclass(eq=False)
 class Rollback:
-    def __init__(
-        self, config: BackfillConfig, spark: SparkSession, store: StateStore, fmt: TableFormat, scheme: PartitionScheme
-    ) -> None:
-        self.config = config
-        self.spark = spark
-        self.store = store
-        self.fmt = fmt
-        self.scheme = scheme
+    """Undoes one promotion (or rollback) by id, or restores the whole live table to a version."""
+
+    config: BackfillConfig
+    spark: SparkSession
+    store: StateStore
+    fmt: TableFormat
+    scheme: PartitionScheme
 
     def undo(self, promotion_id: str, *, force: bool = False) -> PromotionRecord:
         """Restore the partitions of promotion (or rollback) `promotion_id` to their content before it."""
@@ -43,7 +45,7 @@ class Rollback:
                 f"{promotion_id} was already rolled back by {rec.undone_by}; "
                 f"to bring it back, roll back {rec.undone_by}"
             )
-        rollback_id = new_id("rollback")
+        rollback_id = new_id(ROLLBACK)
         with live_partition_locks(self.store, live, rec.partitions, rollback_id):
             again = self.store.promotion(promotion_id)
             if again is not None and again.undone_by:  # undone while we waited for the locks
@@ -70,7 +72,7 @@ class Rollback:
         keys = sorted(set(self.fmt.list_partitions(live)) | set(self._keys_at(version)), key=self.scheme.parse_key)
         if not keys:
             raise UsageError(f"{live} has no partitions now or at version {version}: nothing to restore")
-        rollback_id = new_id("rollback")
+        rollback_id = new_id(ROLLBACK)
         with live_partition_locks(self.store, live, keys, rollback_id):
             bound = self.fmt.current_version(live)
             return self._restore(rollback_id, keys, version, bound, target=None, to_version=version)
@@ -99,24 +101,14 @@ class Rollback:
         df: DataFrame = (
             self.fmt.read(live).limit(0) if version is None else self.fmt.read_partitions(live, keys, version)
         )
-        rec = PromotionRecord(
-            id=rollback_id,
-            kind="rollback",
+        rec = PromotionRecord.rollback(
+            rollback_id,
             live_table=live,
-            shadow_table=None,
             partitions=keys,
             live_version_before=bound,
-            live_version_after=None,
-            shadow_versions={},
-            validation_ids=[],
             target=target,
             to_version=to_version,
             config_hash=self.config.config_hash,
-            code_fingerprint=None,
-            user=None,
-            host=None,
-            at=utcnow(),
-            undone_by=None,
         )
         try:
             done, lost = write_and_record(self.fmt, self.store, rec, df)

@@ -18,10 +18,13 @@ from functools import reduce
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import ConfigError, TransformError
 from shadow_backfill.partitions import PartitionScheme, PartitionValue
+from shadow_backfill.schema import diff_schemas
 
 TransformFn = Callable[[SparkSession, list[PartitionValue]], DataFrame]
 
@@ -112,3 +115,36 @@ def _load_sql(config: BackfillConfig, scheme: PartitionScheme) -> Transform:
         return reduce(lambda a, b: a.unionByName(b), frames)
 
     return Transform(str(path.name), fingerprint, call)
+
+
+def align_to_schema(df: DataFrame, schema: StructType, what: str) -> DataFrame:
+    """Select the target's columns in its order; refuse missing, extra or retyped columns."""
+    diff = diff_schemas(df.schema, schema)
+    if not diff.same:
+        raise TransformError(f"{what} does not match the shadow table's schema: " + "; ".join(diff.problems()))
+    return df.select(*[F.col(f.name) for f in schema.fields])
+
+
+def count_rows_by_partition(df: DataFrame, scheme: PartitionScheme, keys: Sequence[str], what: str) -> dict[str, int]:
+    """Rows per requested partition, in one aggregate job; refuse any row outside `keys`.
+
+    Only the grouped counts reach the driver (at most len(keys) + 1 rows), never the data.
+    """
+    expected = {scheme.column_text(k): k for k in keys}
+    rows = df.groupBy(F.col(scheme.column).cast("string").alias("k")).count().limit(len(keys) + 1).collect()
+    stray = [r["k"] for r in rows if r["k"] not in expected]
+    if stray:
+        found = []
+        if None in stray:
+            found.append("rows with a null partition value")
+        if others := sorted(k for k in stray if k is not None):
+            found.append(f"rows for {others[:5]}")
+        detail = " and ".join(found)
+        raise TransformError(
+            f"{what} returned {detail} in column {scheme.column!r}, but was asked only for "
+            f"{keys[0]}..{keys[-1]} ({len(keys)} partitions); nothing was written"
+        )
+    counts = {k: 0 for k in keys}
+    for r in rows:
+        counts[expected[r["k"]]] = int(r["count"])
+    return counts

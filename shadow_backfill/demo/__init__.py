@@ -16,6 +16,7 @@ import yaml
 from shadow_backfill.api import Backfill
 from shadow_backfill.config import load_config
 from shadow_backfill.formats import spec
+from shadow_backfill.ledger import KIND
 
 DEMO_START = dt.date(2024, 1, 1)
 MODULE = "demo_features"
@@ -103,5 +104,5 @@ def seed_live_table(cfg_path: Path, days: int) -> Backfill:
     module = importlib.import_module(MODULE)
     df = module.features_v1(bf.spark, [bf.scheme.value(k) for k in keys])
     fmt.create(bf.live_table, df.schema, [bf.scheme.column])
-    fmt.overwrite_partitions(bf.live_table, df, keys, {"shadow-backfill.kind": "demo-seed"})
+    fmt.overwrite_partitions(bf.live_table, df, keys, {KIND: "demo-seed"})
     return bf

@@ -175,8 +175,8 @@ def _partition_detail(v: VerdictRecord) -> str:
     table = ""
     if reasons:
         body = "".join(
-            f'<tr><td class="{e(r["status"])}">{e(r["status"])}</td><td>{e(r["name"])}</td>'
-            f"<td>{e(r.get('column') or '')}</td><td>{e(r['message'])}</td></tr>"
+            f'<tr><td class="{e(r.status)}">{e(r.status)}</td><td>{e(r.name)}</td>'
+            f"<td>{e(r.column or '')}</td><td>{e(r.message)}</td></tr>"
             for r in reasons
         )
         table = (

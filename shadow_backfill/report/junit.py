@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from shadow_backfill.report.model import ReportData
+from shadow_backfill.validate.check import FAIL, WARN
 
 # ElementTree escapes <, > and & but writes control characters as they are, and XML 1.0 has no
 # way to carry them: one in a data value would make the whole file unreadable to CI.
@@ -22,13 +23,9 @@ def x(value: Any) -> str:
     return _NOT_XML.sub("\ufffd", str(value))
 
 
-def _check_name(c: dict) -> str:  # type: ignore[type-arg]
-    return x(f"{c['name']}[{c['column']}]" if c.get("column") else c["name"])
-
-
 def render_junit(data: ReportData) -> str:
     cases = [(v, c) for v in data.verdicts for c in v.checks]
-    failures = sum(1 for _, c in cases if c["status"] == "fail")
+    failures = sum(1 for _, c in cases if c.status == FAIL)
     suites = ET.Element("testsuites", name="shadow-backfill", tests=str(len(cases)), failures=str(failures))
     suite = ET.SubElement(
         suites,
@@ -40,11 +37,11 @@ def render_junit(data: ReportData) -> str:
         timestamp=x(data.generated_at),
     )
     for v, c in cases:
-        case = ET.SubElement(suite, "testcase", classname=x(f"partition.{v.partition}"), name=_check_name(c))
-        if c["status"] == "fail":
-            failure = ET.SubElement(case, "failure", message=x(c["message"]), type=x(c["name"]))
-            failure.text = x(f"observed {c['observed']!r}; threshold {c['threshold']}")
-        elif c["status"] == "warn":
-            ET.SubElement(case, "system-out").text = x(f"WARN: {c['message']}")
+        case = ET.SubElement(suite, "testcase", classname=x(f"partition.{v.partition}"), name=x(c.id))
+        if c.status == FAIL:
+            failure = ET.SubElement(case, "failure", message=x(c.message), type=x(c.name))
+            failure.text = x(f"observed {c.observed!r}; threshold {c.threshold}")
+        elif c.status == WARN:
+            ET.SubElement(case, "system-out").text = x(f"WARN: {c.message}")
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

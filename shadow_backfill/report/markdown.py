@@ -48,7 +48,7 @@ def render_markdown(data: ReportData, max_rows: int = 50) -> str:
     lines += ["| partition | verdict | rows live → shadow | reasons |", "|---|---|---|---|"]
     for v in bad[:max_rows]:
         rows = v.metrics.get("rows", {})
-        reasons = "; ".join(md(r["message"]) for r in v.reasons[:4])
+        reasons = "; ".join(md(r.message) for r in v.reasons[:4])
         more = f" (+{len(v.reasons) - 4} more)" if len(v.reasons) > 4 else ""
         lines.append(
             f"| {md(v.partition)} | {ICON.get(v.verdict, '')} {md(v.verdict)} "

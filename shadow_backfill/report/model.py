@@ -44,8 +44,8 @@ def partition_json(v: VerdictRecord) -> dict[str, Any]:
         "validation_id": v.validation_id,
         "validated_at": v.validated_at.isoformat() if v.validated_at else None,
         "rows": v.metrics.get("rows", {}),
-        "reasons": v.reasons,
-        "checks": v.checks,
+        "reasons": [c.as_dict() for c in v.reasons],
+        "checks": [c.as_dict() for c in v.checks],
         "metrics": v.metrics,
     }
 

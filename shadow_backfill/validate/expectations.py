@@ -3,9 +3,10 @@
 Most expectations people put on feature tables are counts in disguise (nulls, ranges, sets,
 row counts, column means). Each is compiled to aggregate columns that ride along in the one
 grouped pass over the shadow table, and judged with GX's own rules (the `mostly` ratio over
-non-null values, vacuous success on no values, strict bounds). Uniqueness needs its own
-grouping; anything else falls back to GX's per-partition evaluation (`reference.py`). A
-differential test keeps the two in agreement.
+non-null values, vacuous success on no values, strict bounds). Uniqueness is counted by the
+facts job (`facts_job.py`, the validator's own computation), all columns in one grouping;
+anything else falls back to GX's per-partition evaluation (`reference.py`). A differential
+test keeps the two in agreement.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from shadow_backfill.validate.facts_job import unique_counts
 from shadow_backfill.validate.suites import Expectation
 
 
@@ -187,21 +189,6 @@ def static_outcome(e: Expectation, schema: StructType) -> tuple[bool, Any, str] 
     return None
 
 
-def unique_unexpected(df: DataFrame, partition_key: Column, column: str) -> DataFrame:
-    """Per partition: non-null rows whose value occurs more than once (GX's 'unexpected')."""
-    c = F.col(column)
-    return (
-        df.filter(c.isNotNull())
-        .groupBy(partition_key.alias("k"), c.alias("v"))
-        .count()
-        .groupBy("k")
-        .agg(
-            F.sum(F.when(F.col("count") > 1, F.col("count")).otherwise(0)).alias("u"),
-            F.sum("count").alias("n"),
-        )
-    )
-
-
 def judge_unique(e: Expectation, n: int, u: int) -> tuple[bool, Any, str]:
     mostly = e.kwargs.get("mostly")
     return _mostly(n, u, mostly), u, f"{u} of {n} values not unique"
@@ -218,7 +205,8 @@ def evaluate_fast(
     df: DataFrame, partition_text: Column, expectations: Sequence[Expectation], texts: Sequence[str]
 ) -> dict[str, list[Outcome]]:
     """Every expectation for every partition in grouped passes: one aggregation for the
-    compiled expectations, one per uniqueness expectation, GX per partition for the rest."""
+    compiled expectations, one facts job for every uniqueness expectation, GX per partition
+    for the rest."""
     from shadow_backfill.validate.reference import evaluate_with_gx
 
     compiled, unique, gx_only = split_supported(expectations)
@@ -233,11 +221,10 @@ def evaluate_fast(
         rows = {r["k"]: r.asDict() for r in df.groupBy(partition_text.alias("k")).agg(*aggs).collect()}
         for t in texts:
             out[t] += [judge_compiled(c, rows.get(t)) for c in compiled]
-    for e in unique:
-        pairs = unique_unexpected(df, partition_text, e.kwargs["column"]).collect()
-        counts = {r["k"]: (int(r["n"]), int(r["u"])) for r in pairs}
+    if unique:
+        counts = unique_counts(df, partition_text, [e.kwargs["column"] for e in unique], texts)
         for t in texts:
-            out[t].append(outcome(e, judge_unique(e, *counts.get(t, (0, 0)))))
+            out[t] += [outcome(e, judge_unique(e, *counts[t][e.kwargs["column"]])) for e in unique]
     if gx_only:
         for t in texts:
             out[t] += evaluate_with_gx(df.filter(partition_text == F.lit(t)), gx_only)

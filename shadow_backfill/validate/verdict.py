@@ -7,30 +7,16 @@ ones too, so reports and JUnit can show what was looked at, not only what broke.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from shadow_backfill.config import Threshold, ValidationSpec
-from shadow_backfill.validate.drift import ColumnPlan, PartitionProfile
+from shadow_backfill.validate import stats
+from shadow_backfill.validate.check import FAIL, PASS, WARN, Check, reasons, worst
 from shadow_backfill.validate.expectations import Outcome
+from shadow_backfill.validate.plan import ColumnPlan, PartitionProfile
 
-PASS, WARN, FAIL = "pass", "warn", "fail"
-_RANK = {PASS: 0, WARN: 1, FAIL: 2}
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str  # a drift metric ("psi", "null_rate_change", ...) or an expectation id (suite/index:type)
-    column: str | None
-    status: str
-    observed: Any
-    threshold: str
-    message: str
-
-    @property
-    def id(self) -> str:
-        return f"{self.name}[{self.column}]" if self.column else self.name
+__all__ = ["FAIL", "PASS", "WARN", "Check", "Judge", "PartitionVerdict", "grade", "worst"]
 
 
 @dataclass
@@ -43,21 +29,16 @@ class PartitionVerdict:
     @property
     def reasons(self) -> list[Check]:
         """The checks that made the verdict worse than pass, failures first."""
-        bad = [c for c in self.checks if c.status != PASS]
-        return sorted(bad, key=lambda c: -_RANK[c.status])
+        return reasons(self.checks)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "partition": self.partition,
             "verdict": self.verdict,
-            "reasons": [asdict(c) for c in self.reasons],
-            "checks": [asdict(c) for c in self.checks],
+            "reasons": [c.as_dict() for c in self.reasons],
+            "checks": [c.as_dict() for c in self.checks],
             "metrics": self.metrics,
         }
-
-
-def worst(statuses: Iterable[str]) -> str:
-    return max(statuses, key=lambda s: _RANK[s], default=PASS)
 
 
 def grade(value: float | None, th: Threshold) -> str:
@@ -144,42 +125,50 @@ class Judge:
             f"row count {prof.live_rows} -> {prof.shadow_rows}, relative change",
         )
         for c, m in prof.columns.items():
-            if spec.ignored(c):
-                continue
-            if "live_null_rate" in m and "shadow_null_rate" in m:
-                self._metric(
-                    checks,
-                    "null_rate_change",
-                    c,
-                    abs(m["shadow_null_rate"] - m["live_null_rate"]),
-                    f"null rate {m['live_null_rate']:.2%} -> {m['shadow_null_rate']:.2%}, change",
-                )
-            if "psi" in m:
-                self._metric(checks, "psi", c, m["psi"], "PSI")
-                self._metric(checks, "ks", c, m["ks"], "KS statistic")
-            if m.get("live_mean") is not None and m.get("shadow_mean") is not None:
-                std = m.get("live_std") or 0.0
-                d_mean = abs(m["shadow_mean"] - m["live_mean"])
-                d_std = abs((m.get("shadow_std") or 0.0) - std)
-                self._metric(
-                    checks,
-                    "mean_shift",
-                    c,
-                    d_mean / std if std else (0.0 if d_mean == 0 else math.inf),
-                    f"mean {m['live_mean']:.4g} -> {m['shadow_mean']:.4g}, shift in live std",
-                )
-                self._metric(
-                    checks,
-                    "std_change",
-                    c,
-                    d_std / std if std else (0.0 if d_std == 0 else math.inf),
-                    "relative std change",
-                )
-            if "js_distance" in m:
-                self._metric(checks, "js_distance", c, m["js_distance"], "Jensen-Shannon distance")
-            if "categories" in m:
-                self._policy(checks, "new_categories", c, m.get("new", []), "new categories")
-                self._policy(checks, "vanished_categories", c, m.get("vanished", []), "vanished categories")
+            if not spec.ignored(c):
+                self._column_drift(checks, c, m)
+        self._key_drift(checks, prof)
+        p = self.plan
+        schema_changes = (
+            [f"+{c}" for c in p.added] + [f"-{c}" for c in p.removed] + [f"{c}: {a} -> {b}" for c, a, b in p.retyped]
+        )
+        self._policy(checks, "schema_change", None, schema_changes, "schema changes")
+
+    def _column_drift(self, checks: list[Check], c: str, m: dict[str, Any]) -> None:
+        if "live_null_rate" in m and "shadow_null_rate" in m:
+            self._metric(
+                checks,
+                "null_rate_change",
+                c,
+                abs(m["shadow_null_rate"] - m["live_null_rate"]),
+                f"null rate {m['live_null_rate']:.2%} -> {m['shadow_null_rate']:.2%}, change",
+            )
+        if "psi" in m:
+            self._metric(checks, "psi", c, m["psi"], "PSI")
+            self._metric(checks, "ks", c, m["ks"], "KS statistic")
+        if m.get("live_mean") is not None and m.get("shadow_mean") is not None:
+            self._metric(
+                checks,
+                "mean_shift",
+                c,
+                stats.mean_shift(m["live_mean"], m["shadow_mean"], m.get("live_std")),
+                f"mean {m['live_mean']:.4g} -> {m['shadow_mean']:.4g}, shift in live std",
+            )
+            self._metric(
+                checks,
+                "std_change",
+                c,
+                stats.std_change(m.get("live_std"), m.get("shadow_std")),
+                "relative std change",
+            )
+        if "js_distance" in m:
+            self._metric(checks, "js_distance", c, m["js_distance"], "Jensen-Shannon distance")
+        if "categories" in m:
+            self._policy(checks, "new_categories", c, m.get("new", []), "new categories")
+            self._policy(checks, "vanished_categories", c, m.get("vanished", []), "vanished categories")
+
+    def _key_drift(self, checks: list[Check], prof: PartitionProfile) -> None:
+        spec = self.spec
         keys = prof.keys
         if "duplicates" in keys:
             self._metric(checks, "duplicate_keys", None, float(keys["duplicates"]), "duplicate key rows")
@@ -206,11 +195,6 @@ class Judge:
                         (n / matched) if matched else 0.0,
                         f"{n} of {matched} values changed; share",
                     )
-        p = self.plan
-        schema_changes = (
-            [f"+{c}" for c in p.added] + [f"-{c}" for c in p.removed] + [f"{c}: {a} -> {b}" for c, a, b in p.retyped]
-        )
-        self._policy(checks, "schema_change", None, schema_changes, "schema changes")
 
 
 def _jsonable(v: Any) -> Any:

@@ -1,0 +1,33 @@
+"""The state store: what happened to every partition, in one SQL database.
+
+SQLite beside the warehouse by default; any SQLAlchemy URL (PostgreSQL) for a shared store.
+Each part of the store lives in its own module (runs and partitions, verdicts, the audit trail,
+leases); `StateStore` composes them, and the names below are what the rest of the tool uses.
+"""
+
+from shadow_backfill.state.audit import PROMOTE, ROLLBACK, PromotionRecord
+from shadow_backfill.state.db import current_user, utcnow
+from shadow_backfill.state.leases import lock_owner
+from shadow_backfill.state.partitions import FAILED, PENDING, RUNNING, WRITTEN, PartitionRecord
+from shadow_backfill.state.schema import metadata
+from shadow_backfill.state.store import SUPPORTED_DIALECTS, StateStore, parse_state_url
+from shadow_backfill.state.verdicts import VerdictRecord
+
+__all__ = [
+    "FAILED",
+    "PENDING",
+    "PROMOTE",
+    "ROLLBACK",
+    "RUNNING",
+    "SUPPORTED_DIALECTS",
+    "WRITTEN",
+    "PartitionRecord",
+    "PromotionRecord",
+    "StateStore",
+    "VerdictRecord",
+    "current_user",
+    "lock_owner",
+    "metadata",
+    "parse_state_url",
+    "utcnow",
+]

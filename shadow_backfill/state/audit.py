@@ -1,0 +1,152 @@
+"""The audit trail in the store: every promotion and rollback, and which undid which."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import socket
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select, update
+
+from shadow_backfill.state.db import Db, aware, current_user, from_row, plain, utcnow
+from shadow_backfill.state.schema import promotions
+
+PROMOTE, ROLLBACK = "promote", "rollback"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PromotionRecord:
+    """One promotion or rollback. The defaults are what a kind leaves unset (a rollback has no
+    shadow table); `promotion` and `rollback` build the two kinds, so callers name only what
+    they know."""
+
+    id: str
+    kind: str
+    live_table: str
+    shadow_table: str | None = None
+    partitions: list[str]
+    live_version_before: int | None = None
+    live_version_after: int | None = None
+    shadow_versions: dict[str, int] = field(default_factory=dict)
+    validation_ids: list[str] = field(default_factory=list)
+    target: str | None = None
+    to_version: int | None = None
+    config_hash: str | None = None
+    code_fingerprint: str | None = None
+    user: str | None = None
+    host: str | None = None
+    at: dt.datetime | None = None
+    undone_by: str | None = None
+
+    @classmethod
+    def promotion(
+        cls,
+        id: str,
+        *,
+        live_table: str,
+        shadow_table: str,
+        partitions: list[str],
+        live_version_before: int | None,
+        shadow_versions: dict[str, int],
+        validation_ids: list[str],
+        config_hash: str | None,
+        code_fingerprint: str | None,
+    ) -> PromotionRecord:
+        """Validated shadow partitions about to replace live ones, bound to the live version read."""
+        return cls(
+            id=id,
+            kind=PROMOTE,
+            live_table=live_table,
+            shadow_table=shadow_table,
+            partitions=partitions,
+            live_version_before=live_version_before,
+            shadow_versions=shadow_versions,
+            validation_ids=validation_ids,
+            config_hash=config_hash,
+            code_fingerprint=code_fingerprint,
+            at=utcnow(),
+        )
+
+    @classmethod
+    def rollback(
+        cls,
+        id: str,
+        *,
+        live_table: str,
+        partitions: list[str],
+        live_version_before: int | None,
+        target: str | None,
+        to_version: int | None,
+        config_hash: str | None,
+    ) -> PromotionRecord:
+        """Live partitions about to be restored: undoing `target`, or the whole table to `to_version`."""
+        return cls(
+            id=id,
+            kind=ROLLBACK,
+            live_table=live_table,
+            partitions=partitions,
+            live_version_before=live_version_before,
+            target=target,
+            to_version=to_version,
+            config_hash=config_hash,
+            at=utcnow(),
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return plain(self)
+
+
+def _promotion(r: Any) -> PromotionRecord:
+    return from_row(
+        PromotionRecord,
+        r,
+        partitions=json.loads(r["partitions"]),
+        shadow_versions=json.loads(r["shadow_versions"] or "{}"),
+        validation_ids=json.loads(r["validation_ids"] or "[]"),
+        at=aware(r["at"]),
+    )
+
+
+class AuditTrail(Db):
+    """Mixed into StateStore: every promotion and rollback, and which undid which."""
+
+    def record_promotion(self, rec: PromotionRecord) -> None:
+        """Insert a promotion/rollback and, for a rollback, mark its target undone: one transaction."""
+        with self._begin() as c:
+            c.execute(
+                promotions.insert().values(
+                    {
+                        **rec.__dict__,
+                        "partitions": json.dumps(rec.partitions),
+                        "shadow_versions": json.dumps(rec.shadow_versions),
+                        "validation_ids": json.dumps(rec.validation_ids),
+                        "user": rec.user or current_user(),
+                        "host": rec.host or socket.gethostname(),
+                        "at": rec.at or utcnow(),
+                        "undone_by": None,
+                    }
+                )
+            )
+            if rec.target is not None:
+                c.execute(update(promotions).where(promotions.c.id == rec.target).values(undone_by=rec.id))
+                # Undoing a rollback brings its promotion back: that promotion is live again.
+                inner = c.execute(select(promotions.c.kind, promotions.c.target).where(promotions.c.id == rec.target))
+                row = inner.first()
+                if row is not None and row.kind == ROLLBACK and row.target is not None:
+                    c.execute(update(promotions).where(promotions.c.id == row.target).values(undone_by=None))
+
+    def promotions(self, live_table: str) -> list[PromotionRecord]:
+        with self._connect() as c:
+            rows = (
+                c.execute(select(promotions).where(promotions.c.live_table == live_table).order_by(promotions.c.at))
+                .mappings()
+                .all()
+            )
+        return [_promotion(r) for r in rows]
+
+    def promotion(self, promotion_id: str) -> PromotionRecord | None:
+        with self._connect() as c:
+            row = c.execute(select(promotions).where(promotions.c.id == promotion_id)).mappings().first()
+        return _promotion(row) if row else None

@@ -1,0 +1,91 @@
+"""What every part of the store shares: one transaction boundary, the upsert, and the stamps
+(time, user) written on rows."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import getpass
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from sqlalchemy import Engine, Table
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError, IntegrityError
+
+from shadow_backfill.errors import StateStoreError
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+R = TypeVar("R", bound="DataclassInstance")
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def aware(v: dt.datetime | None) -> dt.datetime | None:
+    # SQLite drops the zone; everything we store is UTC.
+    return v.replace(tzinfo=dt.timezone.utc) if v is not None and v.tzinfo is None else v
+
+
+def current_user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "unknown"
+
+
+class Db:
+    """Every transaction goes through here, so a database that refuses (corrupt, read-only,
+    unreachable) becomes one StateStoreError naming the store instead of a driver traceback."""
+
+    engine: Engine
+    shown_url: str
+
+    @contextmanager
+    def _begin(self) -> Iterator[Connection]:
+        # An IntegrityError is a broken invariant, not a broken database: it stays as it is.
+        with self._named_errors(IntegrityError), self.engine.begin() as c:
+            yield c
+
+    @contextmanager
+    def _connect(self) -> Iterator[Connection]:
+        with self._named_errors(), self.engine.connect() as c:
+            yield c
+
+    @contextmanager
+    def _named_errors(self, *kept: type[DBAPIError]) -> Iterator[None]:
+        try:
+            yield
+        except DBAPIError as exc:
+            if isinstance(exc, kept):
+                raise
+            raise StateStoreError(f"state store {self.shown_url}: {first_line(exc)}") from exc
+
+
+def first_line(exc: DBAPIError) -> str:
+    text = str(exc.orig if exc.orig is not None else exc).strip()
+    return text.splitlines()[0] if text else type(exc.orig or exc).__name__
+
+
+def from_row(cls: type[R], row: Mapping[str, Any], **converted: Any) -> R:
+    """A record from a row whose columns are named like its fields; `converted`: the fields
+    that need more than a copy (JSON, time zones)."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    return cls(**{n: converted[n] if n in converted else row[n] for n in names})
+
+
+def plain(record: Any) -> dict[str, Any]:
+    """A record's fields for JSON output, times as ISO text."""
+    return {k: v.isoformat() if isinstance(v, dt.datetime) else v for k, v in record.__dict__.items()}
+
+
+def upsert(engine: Engine, table: Table) -> Any:
+    """An INSERT that updates on key conflict, in the dialect at hand."""
+    if engine.dialect.name == "postgresql":
+        return postgresql.insert(table)
+    return sqlite.insert(table)

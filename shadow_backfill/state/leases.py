@@ -1,0 +1,77 @@
+"""Leases on resources, so two runs never work on the same partition and two promotions never
+write the same live partition at once."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import socket
+from collections.abc import Sequence
+
+from sqlalchemy import select, update
+
+from shadow_backfill.state.db import Db, upsert, utcnow
+from shadow_backfill.state.schema import locks
+
+
+def lock_owner(run_id: str) -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{run_id}"
+
+
+def _holder_is_dead(owner: str) -> bool:
+    """A holder on this host whose process is gone has died: its leases need not wait out the TTL."""
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+class Leases(Db):
+    """Mixed into StateStore. A lease expires after its TTL, or at once when its holder's
+    process is known to be dead."""
+
+    def acquire(self, resources: Sequence[str], owner: str, ttl_s: float) -> tuple[list[str], dict[str, str]]:
+        """Take every free (or expired, or own) lease; returns (acquired, {resource: other owner})."""
+        if not resources:
+            return [], {}
+        now = utcnow()
+        expires = now + dt.timedelta(seconds=ttl_s)
+        wanted = list(dict.fromkeys(resources))
+        with self._begin() as c:
+            held = c.execute(select(locks.c.resource, locks.c.owner).where(locks.c.resource.in_(wanted))).all()
+            dead = [r.resource for r in held if r.owner != owner and _holder_is_dead(r.owner)]
+            if dead:
+                c.execute(locks.delete().where(locks.c.resource.in_(dead)))
+            stmt = upsert(self.engine, locks).values(
+                [{"resource": r, "owner": owner, "expires_at": expires, "acquired_at": now} for r in wanted]
+            )
+            stmt = stmt.on_conflict_do_update(
+                index_elements=["resource"],
+                set_={"owner": owner, "expires_at": expires, "acquired_at": now},
+                where=(locks.c.expires_at < now) | (locks.c.owner == owner),
+            )
+            c.execute(stmt)
+            rows = c.execute(select(locks.c.resource, locks.c.owner).where(locks.c.resource.in_(wanted))).all()
+        mine = [r.resource for r in rows if r.owner == owner]
+        others = {r.resource: r.owner for r in rows if r.owner != owner}
+        return mine, others
+
+    def renew(self, owner: str, ttl_s: float) -> None:
+        with self._begin() as c:
+            c.execute(
+                update(locks).where(locks.c.owner == owner).values(expires_at=utcnow() + dt.timedelta(seconds=ttl_s))
+            )
+
+    def release(self, owner: str, resources: Sequence[str] | None = None) -> None:
+        with self._begin() as c:
+            q = locks.delete().where(locks.c.owner == owner)
+            if resources is not None:
+                q = q.where(locks.c.resource.in_(list(resources)))
+            c.execute(q)

@@ -1,0 +1,172 @@
+"""Runs and the partitions they write: pending, running, written or failed.
+
+Each transition is one short transaction, so a killed process leaves at worst a partition
+marked `running`, which the next run treats as not written and redoes (the write itself is an
+idempotent partition overwrite).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import socket
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Update, select, update
+
+from shadow_backfill.state.db import Db, aware, current_user, from_row, plain, upsert, utcnow
+from shadow_backfill.state.schema import partitions, runs
+
+PENDING, RUNNING, WRITTEN, FAILED = "pending", "running", "written", "failed"
+
+
+@dataclass(frozen=True)
+class PartitionRecord:
+    shadow_table: str
+    partition: str
+    status: str
+    rows: int | None
+    shadow_version: int | None
+    code_fingerprint: str | None
+    run_id: str | None
+    attempts: int
+    error: str | None
+    started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+    duration_s: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return plain(self)
+
+
+def _partition(r: Any) -> PartitionRecord:
+    return from_row(
+        PartitionRecord,
+        r,
+        attempts=r["attempts"] or 0,
+        started_at=aware(r["started_at"]),
+        finished_at=aware(r["finished_at"]),
+    )
+
+
+def _update(shadow_table: str, keys: Iterable[str]) -> Update:
+    return update(partitions).where(partitions.c.shadow_table == shadow_table, partitions.c.partition.in_(list(keys)))
+
+
+class Runs(Db):
+    """Mixed into StateStore: who ran what, when, with which config and code."""
+
+    def start_run(
+        self,
+        run_id: str,
+        *,
+        shadow_table: str,
+        live_table: str,
+        config_hash: str,
+        code_fingerprint: str,
+        args: Mapping[str, Any],
+    ) -> None:
+        with self._begin() as c:
+            c.execute(
+                runs.insert().values(
+                    run_id=run_id,
+                    shadow_table=shadow_table,
+                    live_table=live_table,
+                    config_hash=config_hash,
+                    code_fingerprint=code_fingerprint,
+                    status=RUNNING,
+                    user=current_user(),
+                    host=socket.gethostname(),
+                    args=json.dumps(dict(args), default=str),
+                    started_at=utcnow(),
+                )
+            )
+
+    def finish_run(self, run_id: str, status: str) -> None:
+        with self._begin() as c:
+            c.execute(update(runs).where(runs.c.run_id == run_id).values(status=status, finished_at=utcnow()))
+
+
+class Partitions(Db):
+    """Mixed into StateStore: each shadow partition's state, one transaction per transition."""
+
+    def records(self, shadow_table: str, keys: Iterable[str] | None = None) -> dict[str, PartitionRecord]:
+        q = select(partitions).where(partitions.c.shadow_table == shadow_table)
+        wanted = set(keys) if keys is not None else None
+        with self._connect() as c:
+            rows = c.execute(q).mappings().all()
+        return {r["partition"]: _partition(r) for r in rows if wanted is None or r["partition"] in wanted}
+
+    def mark_pending(self, shadow_table: str, keys: Sequence[str], run_id: str) -> None:
+        """Register partitions a run intends to write, without touching ones already known."""
+        if not keys:
+            return
+        now = utcnow()
+        with self._begin() as c:
+            stmt = upsert(self.engine, partitions).values(
+                [
+                    {
+                        "shadow_table": shadow_table,
+                        "partition": k,
+                        "status": PENDING,
+                        "run_id": run_id,
+                        "attempts": 0,
+                        "updated_at": now,
+                    }
+                    for k in keys
+                ]
+            )
+            c.execute(stmt.on_conflict_do_nothing(index_elements=["shadow_table", "partition"]))
+
+    def mark_running(self, shadow_table: str, keys: Sequence[str], run_id: str, fingerprint: str) -> None:
+        now = utcnow()
+        with self._begin() as c:
+            c.execute(
+                _update(shadow_table, keys).values(
+                    status=RUNNING,
+                    run_id=run_id,
+                    code_fingerprint=fingerprint,
+                    error=None,
+                    started_at=now,
+                    finished_at=None,
+                    updated_at=now,
+                    attempts=partitions.c.attempts + 1,
+                )
+            )
+
+    def mark_written(
+        self,
+        shadow_table: str,
+        rows_by_key: Mapping[str, int],
+        version: int,
+        run_id: str,
+        fingerprint: str,
+        duration_s: float,
+    ) -> None:
+        now = utcnow()
+        with self._begin() as c:
+            for k, n in rows_by_key.items():
+                c.execute(
+                    _update(shadow_table, [k]).values(
+                        status=WRITTEN,
+                        rows=n,
+                        shadow_version=version,
+                        run_id=run_id,
+                        code_fingerprint=fingerprint,
+                        error=None,
+                        finished_at=now,
+                        updated_at=now,
+                        duration_s=duration_s,
+                    )
+                )
+
+    def mark_failed(self, shadow_table: str, keys: Sequence[str], error: str, run_id: str) -> None:
+        now = utcnow()
+        with self._begin() as c:
+            c.execute(
+                _update(shadow_table, keys).values(
+                    status=FAILED, error=error[:4000], run_id=run_id, finished_at=now, updated_at=now
+                )
+            )

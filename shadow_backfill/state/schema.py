@@ -1,0 +1,87 @@
+"""The state store's tables, in one place, so every part of the store and `create_all` agree."""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Column, DateTime, Float, Integer, MetaData, String, Table, Text
+
+metadata = MetaData()
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("shadow_table", String(512), nullable=False, index=True),
+    Column("live_table", String(512), nullable=False),
+    Column("config_hash", String(64)),
+    Column("code_fingerprint", String(64)),
+    Column("status", String(16), nullable=False),
+    Column("user", String(128)),
+    Column("host", String(255)),
+    Column("args", Text),
+    Column("started_at", DateTime(timezone=True)),
+    Column("finished_at", DateTime(timezone=True)),
+)
+
+partitions = Table(
+    "partitions",
+    metadata,
+    Column("shadow_table", String(512), primary_key=True),
+    Column("partition", String(64), primary_key=True),
+    Column("status", String(16), nullable=False),
+    Column("rows", BigInteger),
+    Column("shadow_version", BigInteger),
+    Column("code_fingerprint", String(64)),
+    Column("run_id", String(64)),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("error", Text),
+    Column("started_at", DateTime(timezone=True)),
+    Column("finished_at", DateTime(timezone=True)),
+    Column("duration_s", Float),
+    Column("updated_at", DateTime(timezone=True)),
+)
+
+verdicts = Table(
+    "verdicts",
+    metadata,
+    Column("shadow_table", String(512), primary_key=True),
+    Column("partition", String(64), primary_key=True),
+    Column("verdict", String(8), nullable=False),
+    Column("checks", Text, nullable=False),  # JSON list of checks (observed vs threshold)
+    Column("metrics", Text, nullable=False),  # JSON: rows, per-column drift, key diff, schema
+    Column("shadow_version", BigInteger),  # shadow table version that was read
+    Column("partition_version", BigInteger),  # the commit that wrote this partition
+    Column("live_version", BigInteger),  # live table version that was read
+    Column("validation_id", String(64)),
+    Column("validated_at", DateTime(timezone=True)),
+)
+
+promotions = Table(
+    "promotions",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("kind", String(16), nullable=False),  # promote | rollback
+    Column("live_table", String(512), nullable=False, index=True),
+    Column("shadow_table", String(512)),
+    Column("partitions", Text, nullable=False),  # JSON list of keys
+    Column("live_version_before", BigInteger),
+    Column("live_version_after", BigInteger),
+    Column("shadow_versions", Text),  # JSON {partition: validated shadow version}
+    Column("validation_ids", Text),  # JSON list
+    Column("target", String(64)),  # for a rollback: the promotion (or rollback) it undoes
+    Column("to_version", BigInteger),  # for a whole-table rollback
+    Column("config_hash", String(64)),
+    Column("code_fingerprint", String(64)),
+    Column("user", String(128)),
+    Column("host", String(255)),
+    Column("at", DateTime(timezone=True)),
+    Column("undone_by", String(64)),
+)
+
+locks = Table(
+    "locks",
+    metadata,
+    Column("resource", String(700), primary_key=True),  # e.g. recompute:<shadow>:<partition>
+    Column("owner", String(255), nullable=False),  # host:pid:run-id
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("acquired_at", DateTime(timezone=True)),
+)

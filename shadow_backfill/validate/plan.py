@@ -1,0 +1,75 @@
+"""What the two drift jobs measure and where they put it.
+
+Shared by the profile job, the facts job and the verdict: which columns get which metrics
+(decided once, from the two schemas, before any Spark work), how a row of the shadow/live union
+is tagged with its partition and side, and the per-partition record the jobs fill in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType, NumericType, StringType, StructType
+
+from shadow_backfill.schema import diff_schemas
+
+K, SIDE = "__sb_k", "__sb_side"  # the partition as text, and "shadow" or "live"
+QUANTILES = [i / 10 for i in range(1, 10)]
+
+
+@dataclass
+class ColumnPlan:
+    """Which columns get which drift metrics (derived from the two schemas)."""
+
+    numeric: list[str]
+    categorical: list[str]
+    compared: list[str]  # same name and type on both sides: key-diff comparison
+    added: list[str]
+    removed: list[str]
+    retyped: list[tuple[str, str, str]]
+
+
+def plan_columns(shadow: StructType, live: StructType, partition: str, keys: Sequence[str]) -> ColumnPlan:
+    s = {f.name: f.dataType for f in shadow.fields}
+    diff = diff_schemas(shadow, live)
+    skip = {partition, *keys}
+    retyped = {c for c, _, _ in diff.retyped}
+    same = [c for c in s if c not in skip and c not in diff.extra and c not in retyped]
+    return ColumnPlan(
+        numeric=[c for c in same if isinstance(s[c], NumericType)],
+        categorical=[c for c in same if isinstance(s[c], (StringType, BooleanType))],
+        compared=same,
+        added=diff.extra,
+        removed=diff.missing,
+        retyped=[r for r in diff.retyped if r[0] not in skip],
+    )
+
+
+@dataclass
+class PartitionProfile:
+    """Everything measured for one partition; `metrics` is what reports and verdicts read."""
+
+    key: str
+    live_rows: int = 0
+    shadow_rows: int = 0
+    shadow_aggs: dict[str, Any] = field(default_factory=dict)
+    columns: dict[str, dict[str, Any]] = field(default_factory=dict)
+    keys: dict[str, Any] = field(default_factory=dict)
+    unique: dict[str, tuple[int, int]] = field(default_factory=dict)  # column -> (non-null, not unique)
+
+    @property
+    def live_missing(self) -> bool:
+        return self.live_rows == 0
+
+
+def tag(df: DataFrame, side: str, partition_text: Column) -> DataFrame:
+    """Mark every row with its partition (as text) and side, so one grouping serves both tables."""
+    return df.withColumn(K, partition_text).withColumn(SIDE, F.lit(side))
+
+
+def is_side(side: str) -> Column:
+    return F.col(SIDE) == F.lit(side)

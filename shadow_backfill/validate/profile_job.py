@@ -1,0 +1,94 @@
+"""Drift job 1, the profile: one aggregation of the shadow/live union by (partition, side).
+
+Row counts, null counts, mean and std per column, the live deciles (the bins the facts job
+sorts values into) and the aggregates of the compiled expectations all ride in this one
+grouping, so adding a column or an expectation adds columns to a job, never a job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pyspark.sql import Column, DataFrame, Row
+from pyspark.sql import functions as F
+
+from shadow_backfill.validate.plan import QUANTILES, SIDE, ColumnPlan, K, PartitionProfile, is_side
+
+Edges = dict[str, dict[str, list[float]]]  # partition text -> numeric column -> live deciles
+
+_array_percentiles_work: bool | None = None  # Sail (DataFusion) has only the scalar form
+
+
+def _live_deciles(x: Column, *, array_form: bool) -> Column:
+    if array_form:
+        return F.percentile_approx(x, QUANTILES, 10000)
+    return F.array(*[F.percentile_approx(x, q, 10000) for q in QUANTILES])
+
+
+def _aggregations(plan: ColumnPlan, extra_aggs: Mapping[str, Column]) -> list[Column]:
+    aggs: list[Column] = [F.count(F.lit(1)).alias("__rows")]
+    for i, c in enumerate([*plan.compared, *plan.added]):
+        aggs.append(F.sum(F.when(F.col(c).isNull(), 1).otherwise(0)).alias(f"__null_{i}"))
+    for i, c in enumerate(plan.numeric):
+        x = F.col(c).cast("double")
+        aggs += [F.avg(x).alias(f"__mean_{i}"), F.stddev_samp(x).alias(f"__std_{i}")]
+    return aggs + [col.alias(name) for name, col in extra_aggs.items()]
+
+
+def _collect(union: DataFrame, plan: ColumnPlan, aggs: list[Column]) -> list[Row]:
+    """Run the aggregation, with the live deciles as one array when the engine can (one sort
+    per column instead of nine); learn once per process whether it can."""
+    global _array_percentiles_work
+
+    def collect(array_form: bool) -> list[Row]:
+        live_x = [F.when(is_side("live"), F.col(c).cast("double")) for c in plan.numeric]
+        deciles = [_live_deciles(x, array_form=array_form).alias(f"__q_{i}") for i, x in enumerate(live_x)]
+        return union.groupBy(K, SIDE).agg(*aggs, *deciles).collect()
+
+    if not plan.numeric or _array_percentiles_work:
+        return collect(True)
+    if _array_percentiles_work is False:
+        return collect(False)
+    try:
+        rows = collect(True)
+    except Exception:
+        _array_percentiles_work = False
+        return collect(False)
+    _array_percentiles_work = True
+    return rows
+
+
+def _read(row: Row, prof: PartitionProfile, plan: ColumnPlan, extra: Mapping[str, Column], edges: Edges) -> None:
+    side = row[SIDE]
+    n = int(row["__rows"])
+    if side == "live":
+        prof.live_rows = n
+        for i, c in enumerate(plan.numeric):
+            qs = row[f"__q_{i}"]
+            if qs is not None and None not in qs:  # all-null live column: no bins to compare on
+                edges.setdefault(row[K], {})[c] = [float(q) for q in qs]
+    else:
+        prof.shadow_rows = n
+        prof.shadow_aggs = {name: row[name] for name in extra}
+    for i, c in enumerate([*plan.compared, *plan.added]):
+        if side == "live" and c in plan.added:
+            continue  # not a live column: its nulls there come from the union, not from live
+        col = prof.columns.setdefault(c, {})
+        col[f"{side}_null_rate"] = (int(row[f"__null_{i}"]) / n) if n else 0.0
+    for i, c in enumerate(plan.numeric):
+        col = prof.columns.setdefault(c, {})
+        col[f"{side}_mean"] = row[f"__mean_{i}"]
+        col[f"{side}_std"] = row[f"__std_{i}"]
+
+
+def run_profile(
+    union: DataFrame, plan: ColumnPlan, extra_aggs: Mapping[str, Column], profiles: Mapping[str, PartitionProfile]
+) -> Edges:
+    """Fill counts, null rates, moments and expectation aggregates into `profiles`; return the
+    live deciles per partition and numeric column for the facts job."""
+    edges: Edges = {}
+    for row in _collect(union, plan, _aggregations(plan, extra_aggs)):
+        prof = profiles.get(row[K])
+        if prof is not None:
+            _read(row, prof, plan, extra_aggs, edges)
+    return edges

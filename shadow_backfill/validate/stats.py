@@ -1,0 +1,71 @@
+"""The drift statistics: pure arithmetic on the aggregates the two Spark jobs bring back.
+
+Kept apart from Spark so each formula can be read (and checked) on its own; every input is a
+per-partition histogram, frequency table or moment, never data rows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+EPS = 1e-4  # floor for an empty bin's share, so PSI stays finite
+
+
+def _shares(live: Sequence[float], shadow: Sequence[float]) -> list[tuple[float, float]]:
+    """Each bin's share of its side's total, bin by bin; empty when either side is empty."""
+    lt, st = sum(live), sum(shadow)
+    if lt == 0 or st == 0:
+        return []
+    return [(lc / lt, sc / st) for lc, sc in zip(live, shadow, strict=True)]
+
+
+def psi(live: Sequence[float], shadow: Sequence[float]) -> float:
+    """Population stability index of two histograms over the same bins."""
+    total = 0.0
+    for lp, sp in _shares(live, shadow):
+        lp, sp = max(lp, EPS), max(sp, EPS)
+        total += (sp - lp) * math.log(sp / lp)
+    return total
+
+
+def ks(live: Sequence[float], shadow: Sequence[float]) -> float:
+    """Kolmogorov-Smirnov statistic, evaluated only at the bin edges (the live deciles)."""
+    cl = cs = best = 0.0
+    for lp, sp in _shares(live, shadow):
+        cl += lp
+        cs += sp
+        best = max(best, abs(cl - cs))
+    return best
+
+
+def js_distance(live: Mapping[str, int], shadow: Mapping[str, int]) -> float:
+    """Jensen-Shannon distance (base 2, so within 0..1) of two category frequency tables."""
+    lt, st = sum(live.values()), sum(shadow.values())
+    if lt == 0 or st == 0:
+        return 0.0
+    js = 0.0
+    for v in set(live) | set(shadow):
+        p, q = live.get(v, 0) / lt, shadow.get(v, 0) / st
+        m = (p + q) / 2
+        if p > 0:
+            js += 0.5 * p * math.log2(p / m)
+        if q > 0:
+            js += 0.5 * q * math.log2(q / m)
+    return math.sqrt(max(js, 0.0))
+
+
+def _relative(delta: float, scale: float) -> float:
+    """delta in units of scale; a zero scale makes any change infinite and no change zero."""
+    return delta / scale if scale else (0.0 if delta == 0 else math.inf)
+
+
+def mean_shift(live_mean: float, shadow_mean: float, live_std: float | None) -> float:
+    """How far the mean moved, in live standard deviations."""
+    return _relative(abs(shadow_mean - live_mean), live_std or 0.0)
+
+
+def std_change(live_std: float | None, shadow_std: float | None) -> float:
+    """Relative change of the standard deviation against live's."""
+    std = live_std or 0.0
+    return _relative(abs((shadow_std or 0.0) - std), std)

@@ -1,0 +1,184 @@
+"""The validation gate: every shadow partition against its suites and the same live partition.
+
+Both tables are read *as of* the versions current when validation starts, and those versions
+are stored with each verdict, so a later promotion can tell whether anything changed since.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from shadow_backfill.config import BackfillConfig
+from shadow_backfill.errors import ConfigError, TableNotFoundError, UsageError
+from shadow_backfill.formats import TableFormat
+from shadow_backfill.partitions import PartitionScheme
+from shadow_backfill.state import WRITTEN, StateStore
+from shadow_backfill.validate.drift import DriftProfiler
+from shadow_backfill.validate.expectations import (
+    evaluate_fast,
+    judge_compiled,
+    judge_unique,
+    outcome,
+    split_supported,
+)
+from shadow_backfill.validate.suites import Suite, check_columns, load_suites
+from shadow_backfill.validate.verdict import FAIL, PASS, WARN, Check, Judge, PartitionVerdict
+
+
+@dataclass
+class ValidationResult:
+    """One validation run: the versions it read (bound into every stored verdict) and its verdicts."""
+
+    validation_id: str
+    shadow_version: int | None
+    live_version: int | None
+    verdicts: list[PartitionVerdict] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out = {PASS: 0, WARN: 0, FAIL: 0}
+        for v in self.verdicts:
+            out[v.verdict] += 1
+        return out
+
+    @property
+    def ok(self) -> bool:
+        return not any(v.verdict == FAIL for v in self.verdicts)
+
+
+@dataclass
+class Validator:
+    """Judges shadow partitions against their suites and live, and stores the verdicts."""
+
+    config: BackfillConfig
+    spark: SparkSession
+    store: StateStore
+    fmt: TableFormat
+    scheme: PartitionScheme
+
+    def select(
+        self, start: str | None = None, end: str | None = None, partitions: list[str] | None = None
+    ) -> list[str]:
+        """Requested partitions, or every partition the state store knows for the shadow."""
+        if start or end or partitions is not None:
+            return self.scheme.select(start=start, end=end, partitions=partitions)
+        known = self.store.records(self.config.shadow)
+        if not known:
+            raise UsageError(f"nothing to validate: no partition of {self.config.shadow} has been recomputed")
+        return sorted(known, key=self.scheme.parse_key)
+
+    def run(self, keys: Sequence[str], suites: list[Suite] | None = None) -> ValidationResult:
+        cfg = self.config
+        started = time.monotonic()
+        suites = load_suites(cfg) if suites is None else suites
+        for table in (cfg.live_table, cfg.shadow):
+            if not self.fmt.exists(table):
+                raise TableNotFoundError(f"table {table!r} does not exist ({cfg.format})")
+        shadow_version = self.fmt.current_version(cfg.shadow)
+        live_version = self.fmt.current_version(cfg.live_table)
+        shadow_all = self.fmt.read(cfg.shadow, shadow_version)
+        check_columns(suites, shadow_all.schema.fieldNames())
+        self._check_keys(
+            {
+                cfg.shadow: shadow_all.schema.fieldNames(),
+                cfg.live_table: self.fmt.read(cfg.live_table, live_version).schema.fieldNames(),
+            }
+        )
+
+        records = self.store.records(cfg.shadow, keys)
+        written = [k for k in keys if k in records and records[k].status == WRITTEN]
+        result = ValidationResult(uuid.uuid4().hex[:12], shadow_version, live_version)
+        for k in keys:
+            if k not in written:
+                status = records[k].status if k in records else "never recomputed"
+                result.verdicts.append(
+                    PartitionVerdict(
+                        k,
+                        FAIL,
+                        [
+                            Check(
+                                "recompute",
+                                None,
+                                FAIL,
+                                status,
+                                "status written",
+                                f"partition is not written ({status})",
+                            )
+                        ],
+                    )
+                )
+
+        if written:
+            shadow = self.fmt.read_partitions(cfg.shadow, written, shadow_version)
+            live = self.fmt.read_partitions(cfg.live_table, written, live_version)
+            result.verdicts += self._judge(written, shadow, live, suites)
+        result.verdicts.sort(key=lambda v: self.scheme.parse_key(v.partition))
+        result.seconds = time.monotonic() - started
+
+        self.store.save_verdicts(
+            cfg.shadow,
+            [
+                {
+                    **v.as_dict(),
+                    "shadow_version": shadow_version,
+                    "live_version": live_version,
+                    "partition_version": records[v.partition].shadow_version if v.partition in records else None,
+                    "validation_id": result.validation_id,
+                }
+                for v in result.verdicts
+            ],
+        )
+        return result
+
+    def _check_keys(self, columns_by_table: dict[str, list[str]]) -> None:
+        """A key column missing from either table would only surface as an analysis error deep
+        inside the facts job; refuse it here, from the schemas alone, before any job runs."""
+        case_sensitive = str(self.spark.conf.get("spark.sql.caseSensitive", "false")).lower() == "true"
+        for table, columns in columns_by_table.items():
+            have = set(columns) if case_sensitive else {c.lower() for c in columns}
+            for key in self.config.keys:
+                if (key if case_sensitive else key.lower()) not in have:
+                    raise ConfigError(
+                        f"keys: column {key!r} does not exist in table {table!r} (columns: {sorted(columns)})"
+                    )
+
+    def _judge(self, keys: list[str], shadow: Any, live: Any, suites: list[Suite]) -> list[PartitionVerdict]:
+        expectations = [e for s in suites for e in s.expectations]
+        compiled, unique, _ = split_supported(expectations)
+        # Compiled expectations ride along in the profile job and uniqueness in the facts job:
+        # only expectations GX alone can evaluate cost work of their own.
+        extra = {name: col for c in compiled for name, col in c.aggs.items()}
+        profiler = DriftProfiler(
+            shadow,
+            live,
+            partition=self.scheme.column,
+            keys=self.config.keys,
+            max_categories=self.config.validation.max_categories,
+            extra_aggs=extra,
+            unique_columns=[e.kwargs["column"] for e in unique],
+        )
+        text_of = {k: self.scheme.column_text(k) for k in keys}
+        texts = list(text_of.values())
+        profiles = profiler.run(texts)
+        done = {c.expectation.id for c in compiled} | {e.id for e in unique}
+        others = [e for e in expectations if e.id not in done]
+        other_outcomes = evaluate_fast(shadow, F.col(self.scheme.column).cast("string"), others, texts)
+
+        judge = Judge(self.config.validation, profiler.plan)
+        out = []
+        for k in keys:
+            prof = profiles[text_of[k]]
+            prof.key = k
+            row = prof.shadow_aggs if prof.shadow_rows else None
+            outcomes = [judge_compiled(c, row) for c in compiled]
+            outcomes += [outcome(e, judge_unique(e, *prof.unique[e.kwargs["column"]])) for e in unique]
+            out.append(judge.judge(prof, outcomes + other_outcomes[text_of[k]]))
+        return out
