@@ -13,9 +13,10 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 @nox.session(python=False)
 def tests(session: nox.Session) -> None:
-    """Classic Spark (Iceberg) tests, then the Sail (Delta over Spark Connect) tests, then the
-    multi-executor test, each group in its own process: one Python process holds one kind of
-    Spark session (local, Spark Connect, local-cluster)."""
+    """One pytest process per group, because one Python process holds one kind of Spark session
+    (local, Spark Connect, local-cluster): the classic-Spark group (every `backend` test on
+    Iceberg, plus the classic-only tests), then the Sail group (every `backend` test on Delta over
+    Spark Connect, plus the Sail-only tests), then the multi-executor test."""
     session.run("python", "-m", "pytest", "-m", "not sail and not cluster", *session.posargs)
     session.run("python", "-m", "pytest", "-m", "sail", *session.posargs)
     session.run("python", "-m", "pytest", "-m", "cluster", *session.posargs)

@@ -130,6 +130,7 @@ class Promoter:
     def _live_version(self) -> int | None:
         if not self.fmt.exists(self.config.live_table):
             raise TableNotFoundError(f"live table {self.config.live_table!r} does not exist ({self.config.format})")
+        self.fmt.refresh(self.config.live_table)
         return self.fmt.current_version(self.config.live_table)
 
     def _refuse_changed(self, keys: list[str], verdicts: dict[str, VerdictRecord], refused: dict[str, str]) -> None:

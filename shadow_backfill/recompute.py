@@ -354,6 +354,8 @@ class Recompute:
                 return
             try:
                 self.fmt.create_like(self.config.live_table, self.shadow, schema)
+            except ConfigError:
+                raise  # misplaced (inside live): refused, never "created by someone else"
             except Exception:
                 if not self.fmt.exists(self.shadow):  # a concurrent run may have created it first
                     raise
@@ -375,6 +377,9 @@ class Recompute:
                     written, version = self._write_chunk(keys, shadow_schema)
                 except KeyboardInterrupt:
                     self.store.mark_failed(self.shadow, keys, "interrupted", run_id)
+                    raise
+                except ConfigError as exc:  # a misplaced shadow: no retry, stop the whole run
+                    self.store.mark_failed(self.shadow, keys, first_line(exc), run_id)
                     raise
                 except Exception as exc:
                     if self.fmt.is_commit_conflict(exc) and conflicts < MAX_COMMIT_CONFLICTS:

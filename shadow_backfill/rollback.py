@@ -52,6 +52,7 @@ class Rollback:
                 raise RefusedError(f"{promotion_id} was already rolled back by {again.undone_by}")
             # Read before the history: the restore is bound to this version, so a commit landing
             # after the check below still makes the restore fail or get undone, never lost.
+            self.fmt.refresh(live)
             bound = self.fmt.current_version(live)
             changed = self.fmt.commits_touching(live, rec.live_version_after, rec.partitions)
             if changed and not force:
@@ -74,6 +75,7 @@ class Rollback:
             raise UsageError(f"{live} has no partitions now or at version {version}: nothing to restore")
         rollback_id = new_id(ROLLBACK)
         with live_partition_locks(self.store, live, keys, rollback_id):
+            self.fmt.refresh(live)
             bound = self.fmt.current_version(live)
             return self._restore(rollback_id, keys, version, bound, target=None, to_version=version)
 

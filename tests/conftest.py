@@ -1,15 +1,21 @@
 """One Spark session per test process, tiny data, few shuffle partitions, UI off.
 
-Classic Spark (Iceberg) tests and Sail (Delta over Spark Connect) tests cannot share a
-process, so the Sail ones carry the `sail` marker and run in their own pytest call.
+Every behaviour test takes `backend` (or `make`, built on it) and so runs on every table
+backend: Iceberg on classic Spark (`classic` marker) and Delta over Spark Connect against Sail
+(`sail` marker). One process holds one kind of Spark session, so each backend's tests run in
+their own pytest call (`-m "not sail and not cluster"`, `-m sail`); a backend's session fixture is
+only created when a test of that backend runs. Adding a backend = one `Backend` subclass and one
+`pytest.param` in `BACKENDS` (plus its module in shadow_backfill/formats/).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +30,28 @@ from shadow_backfill import Backfill  # noqa: E402
 from shadow_backfill.config import load_config  # noqa: E402
 
 START, END = "2024-01-01", "2024-01-10"
+
+
+def _session_kind(item: pytest.Item) -> str | None:
+    if item.get_closest_marker("cluster"):
+        return "cluster"
+    if item.get_closest_marker("sail"):
+        return "sail"
+    if item.get_closest_marker("classic") or "spark" in getattr(item, "fixturenames", ()):
+        return "classic"
+    return None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Refuse a selection that would open two kinds of Spark session in one process (runs after
+    `-m` deselected items)."""
+    kinds = sorted({k for item in items if (k := _session_kind(item)) is not None})
+    if len(kinds) > 1:
+        raise pytest.UsageError(
+            f"this selection needs {' and '.join(kinds)} Spark sessions, and one process holds one kind: "
+            'run the groups apart (-m "not sail and not cluster", -m sail, -m cluster; nox -s tests)'
+        )
 
 
 @pytest.fixture(scope="session")
@@ -81,6 +109,21 @@ def _factory(fmt: str, tmp_path: Path, warehouse: Path, spark: Any) -> MakeBackf
     return make
 
 
+DRIFT = "2024-01-05"
+
+
+QUIET = {m: {"warn": None, "fail": None} for m in ("mean_shift", "std_change", "psi", "ks")}
+
+
+def validated(make: MakeBackfill) -> Backfill:
+    """Recomputed and validated: DRIFT fails (a key dropped), the other nine pass. Distribution
+    thresholds are off so the verdicts depend only on the row/key checks (5 rows a day is tiny)."""
+    bf = make(transform={"function": "sb_test_transforms:drift_on_one_day"}, validation=QUIET)
+    assert bf.run(START, END).ok
+    bf.validate()
+    return bf
+
+
 def seed(bf: Backfill, start: str = START, end: str = END) -> None:
     """Create the live table with the v1 transform over the test range."""
     import sb_test_transforms as t
@@ -94,6 +137,11 @@ def seed(bf: Backfill, start: str = START, end: str = END) -> None:
 
 @pytest.fixture(scope="session")
 def spark(warehouse: Path) -> Iterator[Any]:
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None and "connect" in type(active).__module__:
+        pytest.fail('classic Spark tests must run in their own process: pytest -m "not sail and not cluster"')
     from shadow_backfill.config import parse_config
     from shadow_backfill.session import open_session
 
@@ -105,6 +153,7 @@ def spark(warehouse: Path) -> Iterator[Any]:
 
 @pytest.fixture
 def make_backfill(tmp_path: Path, warehouse: Path, spark: Any) -> MakeBackfill:
+    """Iceberg on classic Spark only: for tests of classic-only behaviour (most take `make`)."""
     return _factory("iceberg", tmp_path, warehouse, spark)
 
 
@@ -128,7 +177,140 @@ def sail_spark(warehouse: Path) -> Iterator[Any]:
 
 @pytest.fixture
 def make_delta_backfill(tmp_path: Path, warehouse: Path, sail_spark: Any) -> MakeBackfill:
+    """Delta over Sail only: for tests of Sail-only behaviour (most take `make`)."""
     return _factory("delta", tmp_path, warehouse, sail_spark)
+
+
+@dataclass(frozen=True)
+class Backend:
+    """What the tests need to know about one table backend, and nothing the product knows."""
+
+    name: str  # the test id: "iceberg", "delta-sail"
+    format: str  # config `format`
+    session_fixture: str  # the fixture holding this backend's Spark session
+    missing_table: str  # a live table name that does not exist
+    engine_error: str  # how an unforeseen engine error is named on the catch-all's one line
+    # Behaviour every backend should have that this one does not yet: key -> why. A test that
+    # meets one is a strict xfail (it fails the run as soon as the product fixes the gap).
+    gaps: tuple[tuple[str, str], ...] = ()
+
+    def known_gap(self, request: pytest.FixtureRequest, key: str) -> None:
+        """Mark the running test a strict xfail when this backend has gap `key`."""
+        reason = dict(self.gaps).get(key)
+        if reason is not None:
+            request.applymarker(pytest.mark.xfail(reason=f"{self.name}: {reason}", strict=True))
+
+    def alias(self, bf: Backfill) -> str:
+        """Another spelling of `bf.live_table` that resolves to the same table."""
+        raise NotImplementedError
+
+    def inside(self, bf: Backfill) -> str:
+        """A table name whose storage lies inside `bf.live_table`'s."""
+        raise NotImplementedError
+
+    def location(self, bf: Backfill, table: str) -> Path:
+        """The folder holding the table's files."""
+        raise NotImplementedError
+
+    def data_files(self, bf: Backfill, table: str) -> list[Path]:
+        """The table's data files (not its log or metadata)."""
+        raise NotImplementedError
+
+    def drop(self, bf: Backfill, table: str) -> None:
+        """Drop the table as its owner would, behind the tool's back."""
+        raise NotImplementedError
+
+    def refresh(self, bf: Backfill) -> None:
+        """Forget what this session cached about bf's tables: another process wrote them."""
+
+    def delete_data_files(self, bf: Backfill, table: str) -> None:
+        """The table's log still lists files that are gone (someone cleaned the bucket)."""
+        files = self.data_files(bf, table)
+        assert files, f"{table} has no data files to delete"
+        for f in files:
+            f.unlink()
+
+
+class IcebergClassic(Backend):
+    def alias(self, bf: Backfill) -> str:
+        """The same table through a second catalog over the same warehouse."""
+        spark = bf.spark
+        for k, v in {
+            "": "org.apache.iceberg.spark.SparkCatalog",
+            ".type": "hadoop",
+            ".warehouse": spark.conf.get("spark.sql.catalog.local.warehouse"),
+        }.items():
+            spark.conf.set(f"spark.sql.catalog.other{k}", v)
+        return "other." + bf.live_table.split(".", 1)[1]
+
+    def inside(self, bf: Backfill) -> str:
+        """A Hadoop-catalog table in namespace `<ns>.events`: its folder is under live's."""
+        return f"{bf.live_table}.shadow"
+
+    def location(self, bf: Backfill, table: str) -> Path:
+        _, *parts = table.split(".")
+        return Path(bf.spark.conf.get("spark.sql.catalog.local.warehouse")).joinpath(*parts)
+
+    def data_files(self, bf: Backfill, table: str) -> list[Path]:
+        return sorted((self.location(bf, table) / "data").rglob("*.parquet"))
+
+    def drop(self, bf: Backfill, table: str) -> None:
+        bf.spark.sql(f"DROP TABLE {table} PURGE")
+
+    def refresh(self, bf: Backfill) -> None:
+        """The Iceberg catalog caches loaded tables (cache-enabled): without this, a read after
+        another process's commit sees the snapshot this session loaded before it."""
+        for table in (bf.live_table, bf.shadow_table):
+            if bf.table_format.exists(table):
+                bf.spark.catalog.refreshTable(table)
+
+
+class DeltaSail(Backend):
+    def alias(self, bf: Backfill) -> str:
+        """The same folder by another path (`..` through its parent)."""
+        live = Path(bf.live_table)
+        return f"{live.parent}/../{live.parent.name}/{live.name}"
+
+    def inside(self, bf: Backfill) -> str:
+        return f"{bf.live_table}/shadow"
+
+    def location(self, bf: Backfill, table: str) -> Path:
+        return Path(bf.table_format.path(table))  # type: ignore[attr-defined]
+
+    def data_files(self, bf: Backfill, table: str) -> list[Path]:
+        root = self.location(bf, table)
+        return sorted(f for f in root.rglob("*.parquet") if "_delta_log" not in f.relative_to(root).parts)
+
+    def drop(self, bf: Backfill, table: str) -> None:
+        shutil.rmtree(self.location(bf, table))
+
+
+ICEBERG = IcebergClassic(
+    "iceberg",
+    "iceberg",
+    "spark",
+    "local.nonexistent.table",
+    "Py4JJavaError",
+)
+DELTA_SAIL = DeltaSail("delta-sail", "delta", "sail_spark", "/nonexistent/table", "QueryExecutionException")
+BACKENDS = [
+    pytest.param(ICEBERG, id=ICEBERG.name, marks=pytest.mark.classic),
+    pytest.param(DELTA_SAIL, id=DELTA_SAIL.name, marks=pytest.mark.sail),
+]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """Each backend in turn; its Spark session is opened here, only when one of its tests runs."""
+    be: Backend = request.param
+    request.getfixturevalue(be.session_fixture)
+    return be
+
+
+@pytest.fixture
+def make(backend: Backend, request: pytest.FixtureRequest, tmp_path: Path, warehouse: Path) -> MakeBackfill:
+    """The MakeBackfill factory on the current backend."""
+    return _factory(backend.format, tmp_path, warehouse, request.getfixturevalue(backend.session_fixture))
 
 
 def _pg_bin() -> Path | None:

@@ -45,7 +45,7 @@ def test_good_config_defaults(tmp_path: Path) -> None:
     [
         ({"live_table": None}, "live_table", "Field required"),
         ({"live_table": 5}, "live_table", "string"),
-        ({"format": "parquet"}, "format", "'iceberg' or 'delta'"),
+        ({"format": "parquet"}, "format", "expected one of: iceberg, delta"),
         ({"partition": {"column": "ds", "granularity": "weekly"}}, "partition.granularity", "daily"),
         ({"run": {"max_parallel": 0}}, "run.max_parallel", "greater than 0"),
         ({"run": {"max_parallel": "many"}}, "run.max_parallel", "integer"),

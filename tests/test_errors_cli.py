@@ -9,8 +9,7 @@ import subprocess
 
 import pytest
 import yaml
-from conftest import END, START, MakeBackfill
-from promote_cases import QUIET
+from conftest import END, QUIET, START, MakeBackfill
 from typer.testing import CliRunner
 
 from shadow_backfill.cli import app

@@ -98,10 +98,12 @@ def test_fast_path_matches_gx(frame: Any, suite: int) -> None:
 
 
 def test_validator_uniqueness_and_job_count_match_gx(frame: Any) -> None:
-    """The validator judges uniqueness from the facts job, not from evaluate_fast: hold that
-    path to GX too, and hold the profiler to its two Spark jobs."""
+    """The validator judges uniqueness from the facts job over the shadow/live union, the fast
+    path from the same job over one frame: hold the union path to GX too, the two paths to the
+    same counts, and the profiler to its two Spark jobs."""
     from shadow_backfill.validate.drift import DriftProfiler
     from shadow_backfill.validate.expectations import judge_unique
+    from shadow_backfill.validate.facts_job import unique_counts
 
     unique = [e for suite in CORPUS for e in suite if e.type == "expect_column_values_to_be_unique"]
     profiler = DriftProfiler(
@@ -118,6 +120,8 @@ def test_validator_uniqueness_and_job_count_match_gx(frame: Any) -> None:
             if ok != reference[e.id]:
                 disagreements.append((text, e.id, ok, reference[e.id], detail))
     assert not disagreements, "\n".join(map(str, disagreements))
+    alone = unique_counts(frame, F.col("ds").cast("string"), [e.kwargs["column"] for e in unique], texts)
+    assert alone == {t: p.unique for t, p in profiles.items()}
     # 'cat' has 3 values per partition, over max_categories=2: not compared by frequency
     assert all("categories" not in p.columns.get("cat", {}) for p in profiles.values())
     # shadow == live: no key-level difference, but the 5th has duplicate ids

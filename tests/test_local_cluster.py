@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 import sb_test_transforms as t
 from chispa import assert_df_equality
-from conftest import END, START, _factory, base_config
-from promote_cases import QUIET
+from conftest import END, QUIET, START, _factory, base_config
 
 pytestmark = pytest.mark.cluster
 

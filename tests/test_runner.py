@@ -154,7 +154,8 @@ def test_killed_run_resumes_without_duplicates(make_backfill: MakeBackfill) -> N
     try:
         while time.monotonic() < deadline and proc.poll() is None:
             if Path(db).exists():
-                with sqlite3.connect(db) as c:
+                # the file can exist before the run has created its tables: poll again then
+                with contextlib.suppress(sqlite3.OperationalError), sqlite3.connect(db) as c:
                     written = c.execute("SELECT count(*) FROM partitions WHERE status='written'").fetchone()[0]
             if written >= 3:
                 os.kill(proc.pid, signal.SIGKILL)

@@ -140,6 +140,11 @@ class TableFormat(ABC):
     @abstractmethod
     def partition_columns(self, table: str) -> list[str]: ...
 
+    def refresh(self, table: str) -> None:
+        """Forget what this session cached about `table`, so the next read sees other processes'
+        commits (formats whose catalog caches loaded tables override this)."""
+        return None
+
     @abstractmethod
     def current_version(self, table: str) -> int | None:
         """The table's current version (Delta) or snapshot id (Iceberg); None when empty."""
@@ -177,7 +182,15 @@ class TableFormat(ABC):
         A name that resolves into the source's storage is refused right after creation, before
         any data is written (a new table's location is only known once it exists)."""
         self.create(target, schema or self.schema(source), self.partition_columns(source))
-        self.check_distinct(source, target)
+        try:
+            self.check_distinct(source, target)
+        except ConfigError:
+            self.drop(target)
+            raise
+
+    def drop(self, table: str) -> None:
+        """Remove a table this tool has just created and found misplaced (never live)."""
+        raise NotImplementedError(f"{self.name} cannot drop {table}")
 
     @abstractmethod
     def _overwrite(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 from typing import Any
@@ -227,6 +228,13 @@ class DeltaFormat(TableFormat):
     def create(self, table: str, schema: StructType, partition_columns: Sequence[str]) -> None:
         empty = empty_frame(self.spark, schema)
         empty.write.format("delta").partitionBy(*partition_columns).mode("error").save(self.path(table))
+
+    def drop(self, table: str) -> None:
+        # Only reached for a table created a moment ago by `create_like`; a path's location is
+        # known before creation, so `check_distinct` refuses a misplaced one first.
+        path = self.path(table)
+        if "://" not in path:
+            shutil.rmtree(path, ignore_errors=True)
 
     def append(self, table: str, df: DataFrame) -> None:
         df.write.format("delta").mode("append").save(self.path(table))

@@ -90,6 +90,11 @@ class IcebergFormat(TableFormat):
         assert isinstance(part, StructType)
         return list(part.fieldNames())
 
+    def refresh(self, table: str) -> None:
+        # SparkCatalog caches loaded tables (cache-enabled): a long-lived session would otherwise
+        # plan against the snapshot it loaded before another process committed.
+        self.spark.catalog.refreshTable(table)
+
     def current_version(self, table: str) -> int | None:
         rows = self.spark.table(f"{table}.refs").filter(F.col("name") == "main").select("snapshot_id").collect()
         return int(rows[0][0]) if rows else None
@@ -193,6 +198,10 @@ class IcebergFormat(TableFormat):
         if partition_columns:
             writer = writer.partitionedBy(*[F.col(p) for p in partition_columns])
         writer.create()
+
+    def drop(self, table: str) -> None:
+        # The name passed the registry's identifier rule; PURGE removes only this table's files.
+        self.spark.sql(f"DROP TABLE IF EXISTS {table} PURGE")
 
     def append(self, table: str, df: DataFrame) -> None:
         df.writeTo(table).append()

@@ -1,4 +1,4 @@
-"""Promotion and rollback behaviour every table format must have."""
+"""Promotion and rollback behaviour every table backend must have (each test runs once per `backend`)."""
 
 from __future__ import annotations
 
@@ -7,33 +7,19 @@ import json
 import pytest
 import sb_test_transforms as t
 from chispa import assert_df_equality
-from conftest import END, START, MakeBackfill
+from conftest import DRIFT, END, QUIET, START, MakeBackfill, validated
 from pyspark.sql import functions as F
 from typer.testing import CliRunner
 
-from shadow_backfill import Backfill, RefusedError, UsageError
+from shadow_backfill import RefusedError, UsageError
 from shadow_backfill.cli import app
-
-DRIFT = "2024-01-05"
 
 
 def _same(a, b) -> None:
     assert_df_equality(a, b, ignore_row_order=True, ignore_nullable=True, ignore_column_order=True)
 
 
-QUIET = {m: {"warn": None, "fail": None} for m in ("mean_shift", "std_change", "psi", "ks")}
-
-
-def validated(make: MakeBackfill) -> Backfill:
-    """Recomputed and validated: DRIFT fails (a key dropped), the other nine pass. Distribution
-    thresholds are off so the verdicts depend only on the row/key checks (5 rows a day is tiny)."""
-    bf = make(transform={"function": "sb_test_transforms:drift_on_one_day"}, validation=QUIET)
-    assert bf.run(START, END).ok
-    bf.validate()
-    return bf
-
-
-def promote_exactly_the_passing_partitions_then_roll_back(make: MakeBackfill) -> None:
+def test_promote_exactly_the_passing_partitions_then_roll_back(make: MakeBackfill) -> None:
     bf = validated(make)
     fmt = bf.table_format
     live_before = fmt.current_version(bf.live_table)
@@ -85,7 +71,7 @@ def promote_exactly_the_passing_partitions_then_roll_back(make: MakeBackfill) ->
         assert key in rows[0]
 
 
-def refusals(make: MakeBackfill) -> None:
+def test_refusals(make: MakeBackfill) -> None:
     bf = validated(make)
     live_before = bf.table_format.current_version(bf.live_table)
     with pytest.raises(RefusedError, match=f"{DRIFT}: verdict fail"):
@@ -116,7 +102,7 @@ def refusals(make: MakeBackfill) -> None:
     assert forced.target == rec.id
 
 
-def backfill_main_job(make: MakeBackfill) -> None:
+def test_backfill_main_job(make: MakeBackfill) -> None:
     bf = make(transform={"function": "sb_test_transforms:drift_on_one_day"}, validation=QUIET)
     cfg = str(bf.config_path)  # type: ignore[attr-defined]
     out = bf.config.base_dir / "rep"

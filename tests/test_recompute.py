@@ -1,5 +1,4 @@
-"""Recompute behaviour every table format must have; run by test_recompute_iceberg.py (classic
-Spark) and test_recompute_delta.py (Sail over Spark Connect)."""
+"""Recompute behaviour every table backend must have (each test runs once per `backend`)."""
 
 from __future__ import annotations
 
@@ -26,7 +25,7 @@ def expected_v2(bf: Backfill, start: str = START, end: str = END):
     return t.events_v2(bf.spark, [bf.scheme.value(k) for k in keys])
 
 
-def rerun_is_idempotent(make: MakeBackfill) -> None:
+def test_rerun_is_idempotent(make: MakeBackfill) -> None:
     bf = make()
     first = bf.run(START, END)
     assert first.ok and len(first.written) == 10
@@ -47,7 +46,7 @@ def rerun_is_idempotent(make: MakeBackfill) -> None:
     assert_same_content(bf.read_live(), t.events(bf.spark, [bf.scheme.value(k) for k in bf.scheme.expand(START, END)]))
 
 
-def resumes_after_failure(make: MakeBackfill) -> None:
+def test_resumes_after_failure(make: MakeBackfill) -> None:
     bf = make(transform={"function": "sb_test_transforms:flaky"})
     t.FAIL_ON.clear()
     t.FAIL_ON.add(dt.date(2024, 1, 6))
@@ -67,7 +66,7 @@ def resumes_after_failure(make: MakeBackfill) -> None:
     assert_same_content(shadow, t.events(bf.spark, [bf.scheme.value(k) for k in bf.scheme.expand(START, END)]))
 
 
-def chunked_equals_per_partition(make: MakeBackfill) -> None:
+def test_chunked_equals_per_partition(make: MakeBackfill) -> None:
     one = make()
     one.run(START, END, chunk_size=1)
     many = make(version="v3")
@@ -76,7 +75,7 @@ def chunked_equals_per_partition(make: MakeBackfill) -> None:
     assert_same_content(one.read_shadow(), many.read_shadow())
 
 
-def out_of_partition_rows_refused(make: MakeBackfill) -> None:
+def test_out_of_partition_rows_refused(make: MakeBackfill) -> None:
     bf = make(transform={"function": "sb_test_transforms:one_day_too_many"})
     result = bf.run("2024-01-02", "2024-01-03", chunk_size=2)
     assert set(result.failed) == {"2024-01-02", "2024-01-03"}
@@ -84,7 +83,7 @@ def out_of_partition_rows_refused(make: MakeBackfill) -> None:
     assert not bf.table_format.exists(bf.shadow_table), "a refused chunk must not even create the shadow"
 
 
-def only_requested_partitions_are_replaced(make: MakeBackfill) -> None:
+def test_only_requested_partitions_are_replaced(make: MakeBackfill) -> None:
     bf = make()
     bf.run(START, END)
     before = bf.read_shadow().filter(F.col("ds") != F.lit(dt.date(2024, 1, 3)))
@@ -94,7 +93,7 @@ def only_requested_partitions_are_replaced(make: MakeBackfill) -> None:
     assert sorted(after.collect()) == sorted(before_rows)
 
 
-def wrong_schema_refused(make: MakeBackfill) -> None:
+def test_wrong_schema_refused(make: MakeBackfill) -> None:
     bf = make(transform={"function": "sb_test_transforms:wrong_schema"})
     bf.table_format.create_like(bf.live_table, bf.shadow_table)  # shadow shaped like live (v1)
     result = bf.run(START, "2024-01-02")
@@ -104,14 +103,14 @@ def wrong_schema_refused(make: MakeBackfill) -> None:
     assert bf.read_shadow().count() == 0
 
 
-def null_partition_value_refused(make: MakeBackfill) -> None:
+def test_null_partition_value_refused(make: MakeBackfill) -> None:
     bf = make(transform={"function": "sb_test_transforms:null_partition"})
     result = bf.run(START, "2024-01-02")
     assert "null partition value" in result.failed["2024-01-01"]
     assert not bf.table_format.exists(bf.shadow_table)
 
 
-def versions_history_and_time_travel(make: MakeBackfill) -> None:
+def test_versions_history_and_time_travel(make: MakeBackfill) -> None:
     bf = make()
     fmt = bf.table_format
     first = bf.run(START, "2024-01-03", chunk_size=3)

@@ -1,4 +1,5 @@
-"""Two users at once: overlapping promotions and duplicate recomputes, on any state store."""
+"""Two users at once: overlapping promotions and duplicate recomputes, on every table backend, with
+the state store on SQLite and on a real PostgreSQL server."""
 
 from __future__ import annotations
 
@@ -7,8 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import sb_test_transforms as t
-from conftest import END, START, MakeBackfill
-from promote_cases import QUIET
+from conftest import END, QUIET, START, MakeBackfill
 
 from shadow_backfill import Backfill, RefusedError
 from shadow_backfill.config import load_config
@@ -38,7 +38,7 @@ def at_once(*calls: Callable[[], Any]) -> list[Any]:
     return results
 
 
-def overlapping_promotions_apply_once(make: MakeBackfill, state_url: str) -> None:
+def test_overlapping_promotions_apply_once(make: MakeBackfill, state_url: str) -> None:
     bf = make(transform={"function": "sb_test_transforms:drift_on_one_day"}, validation=QUIET, state={"url": state_url})
     bf.run(START, END)
     bf.validate()
@@ -59,7 +59,7 @@ def overlapping_promotions_apply_once(make: MakeBackfill, state_url: str) -> Non
     assert len(commits) == 1, "exactly one commit reached live"
 
 
-def duplicate_recomputes_split_the_work(make: MakeBackfill, state_url: str) -> None:
+def test_duplicate_recomputes_split_the_work(make: MakeBackfill, state_url: str) -> None:
     bf = make(transform={"function": "sb_test_transforms:tracked"}, state={"url": state_url})
     other = twin(bf)
     bf.table_format.create_like(bf.live_table, bf.shadow_table)  # both runs find the shadow ready

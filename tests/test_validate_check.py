@@ -1,0 +1,47 @@
+"""Stored verdicts come back as typed checks, and the stored JSON keeps its format (old stores
+still read). No Spark: the state store and the check type only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from shadow_backfill.state import StateStore
+from shadow_backfill.validate.check import Check
+from shadow_backfill.validate.verdict import PartitionVerdict
+
+SHADOW = "lake.events__shadow_v2"
+FIELDS = ["name", "column", "status", "observed", "threshold", "message"]
+
+
+def test_stored_verdict_round_trips_to_typed_checks(tmp_path: Path) -> None:
+    checks = [
+        Check("psi", "amount", "warn", 0.12, "warn > 0.1, fail > 0.25", "PSI 0.12"),
+        Check("row_count_change", None, "pass", 0.0, "warn > 0.02", "row count"),
+        Check("keys_removed", None, "fail", 0.5, "fail > 0.05", "share of live keys missing"),
+    ]
+    verdict = PartitionVerdict("2024-01-01", "fail", checks, {"rows": {"live": 2, "shadow": 1}})
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    store = StateStore(url)
+    store.save_verdicts(SHADOW, [verdict.as_dict()])
+    record = store.verdicts(SHADOW)["2024-01-01"]
+    store.close()
+    assert record.checks == checks
+    assert [c.name for c in record.reasons] == ["keys_removed", "psi"] == [c.name for c in verdict.reasons]
+
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        raw = conn.execute(sa.text("select checks from verdicts")).scalar_one()
+    engine.dispose()
+    assert [list(c) for c in json.loads(raw)] == [FIELDS] * 3, "the stored form is the plain check dict"
+
+
+def test_old_dict_rows_still_read(tmp_path: Path) -> None:
+    store = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
+    old = {"name": "live_missing", "column": None, "status": "warn", "observed": 0, "threshold": "policy x"}
+    store.save_verdicts(SHADOW, [{"partition": "p", "verdict": "warn", "checks": [old], "metrics": {}}])
+    (check,) = store.verdicts(SHADOW)["p"].reasons
+    store.close()
+    assert check == Check("live_missing", None, "warn", 0, "policy x", "")
