@@ -1,24 +1,21 @@
 """The CLI's error handling beyond single bad inputs (those are in test_bad_input.py): a flag
 the plan must honour, partitions another run holds, repeated partitions, and user text that
-Rich would read as markup. Delta via Sail, real SQLite state, real processes."""
+Rich would read as markup. On every backend, real SQLite state, real processes."""
 
 from __future__ import annotations
 
 import socket
 import subprocess
 
-import pytest
 import yaml
 from conftest import END, QUIET, START, MakeBackfill
 from typer.testing import CliRunner
 
 from shadow_backfill.cli import app
 
-pytestmark = pytest.mark.sail
 
-
-def test_cli_run_with_allow_code_change_rewrites_after_a_code_change(make_delta_backfill: MakeBackfill) -> None:
-    bf = make_delta_backfill()
+def test_cli_run_with_allow_code_change_rewrites_after_a_code_change(make: MakeBackfill) -> None:
+    bf = make()
     bf.run(START, "2024-01-03")
     cfg = bf.config_path  # type: ignore[attr-defined]
     data = yaml.safe_load(cfg.read_text())
@@ -37,8 +34,8 @@ def test_cli_run_with_allow_code_change_rewrites_after_a_code_change(make_delta_
     assert changed.transform.fingerprint != bf.transform.fingerprint
 
 
-def test_run_names_the_partitions_another_run_holds_and_exits_1(make_delta_backfill: MakeBackfill) -> None:
-    bf = make_delta_backfill()
+def test_run_names_the_partitions_another_run_holds_and_exits_1(make: MakeBackfill) -> None:
+    bf = make()
     keys = bf.scheme.expand(START, END)
     recompute = bf.recompute()
     other = subprocess.Popen(["sleep", "120"])  # a live process on this host: its leases are not stale
@@ -60,8 +57,8 @@ def test_run_names_the_partitions_another_run_holds_and_exits_1(make_delta_backf
     assert sorted(records) == keys[7:], "the held partitions were left to their holder"
 
 
-def test_repeated_partitions_are_recorded_once(make_delta_backfill: MakeBackfill) -> None:
-    bf = make_delta_backfill(transform={"function": "sb_test_transforms:drift_on_one_day"}, validation=QUIET)
+def test_repeated_partitions_are_recorded_once(make: MakeBackfill) -> None:
+    bf = make(transform={"function": "sb_test_transforms:drift_on_one_day"}, validation=QUIET)
     bf.run(START, END)
     bf.validate()
     cfg = str(bf.config_path)  # type: ignore[attr-defined]
@@ -72,8 +69,8 @@ def test_repeated_partitions_are_recorded_once(make_delta_backfill: MakeBackfill
     assert set(rec.shadow_versions) == {"2024-01-01", "2024-01-02"}
 
 
-def test_failure_text_that_looks_like_markup_prints_as_typed(make_delta_backfill: MakeBackfill) -> None:
-    bf = make_delta_backfill(transform={"function": "sb_test_transforms:boom_markup"})
+def test_failure_text_that_looks_like_markup_prints_as_typed(make: MakeBackfill) -> None:
+    bf = make(transform={"function": "sb_test_transforms:boom_markup"})
     cfg = str(bf.config_path)  # type: ignore[attr-defined]
     run = CliRunner().invoke(app, ["run", cfg, "--partitions", START])
     assert run.exit_code == 1

@@ -1,5 +1,5 @@
-"""Runner behaviour on Iceberg with real Spark: concurrency bound, code pinning, SQL
-transforms, the CLI, a killed process, and the demo."""
+"""Runner behaviour on every backend: concurrency bound, code pinning, SQL transforms, the CLI;
+and a killed process on Iceberg (the kill trials in test_kill.py cover both backends)."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ from shadow_backfill.cli import app
 
 
 @pytest.mark.parametrize("max_parallel", [1, 2])
-def test_concurrency_is_bounded(make_backfill: MakeBackfill, max_parallel: int) -> None:
-    bf = make_backfill(transform={"function": "sb_test_transforms:tracked"})
+def test_concurrency_is_bounded(make: MakeBackfill, max_parallel: int) -> None:
+    bf = make(transform={"function": "sb_test_transforms:tracked"})
     t.peak, t.in_flight, t.SLEEP_S = 0, 0, 0.3
     try:
         result = bf.run(START, "2024-01-06", chunk_size=1, max_parallel=max_parallel)
@@ -37,11 +37,11 @@ def test_concurrency_is_bounded(make_backfill: MakeBackfill, max_parallel: int) 
     assert result.peak_parallel == max_parallel
 
 
-def test_code_change_is_refused_unless_allowed(make_backfill: MakeBackfill) -> None:
-    bf = make_backfill()
+def test_code_change_is_refused_unless_allowed(make: MakeBackfill) -> None:
+    bf = make()
     bf.run(START, "2024-01-03")
     version_before = bf.table_format.current_version(bf.shadow_table)
-    changed = make_backfill(
+    changed = make(
         seed_live=False,
         live_table=bf.live_table,
         transform={"function": "sb_test_transforms:events"},
@@ -55,20 +55,20 @@ def test_code_change_is_refused_unless_allowed(make_backfill: MakeBackfill) -> N
     assert {r.code_fingerprint for r in changed.status()} == {changed.transform.fingerprint}
 
 
-def test_sql_transform_binds_partition_values(make_backfill: MakeBackfill, tmp_path: Path) -> None:
-    bf = make_backfill()
+def test_sql_transform_binds_partition_values(make: MakeBackfill, tmp_path: Path) -> None:
+    bf = make()
     bf.read_live().createOrReplaceTempView("live_events")
     sql = tmp_path / "v2.sql"
     sql.write_text("SELECT id, amount * 2 AS amount, cat, ds FROM live_events WHERE ds = :partition\n")
-    sql_bf = make_backfill(seed_live=False, live_table=bf.live_table, transform={"sql": str(sql)}, version="v9")
+    sql_bf = make(seed_live=False, live_table=bf.live_table, transform={"sql": str(sql)}, version="v9")
     result = sql_bf.run(START, END, chunk_size=4)
     assert result.ok and len(result.written) == 10
     expected = t.events_v2(bf.spark, [bf.scheme.value(k) for k in bf.scheme.expand(START, END)])
     assert_df_equality(sql_bf.read_shadow(), expected, ignore_row_order=True, ignore_nullable=True)
 
 
-def test_cli_run_and_status_json(make_backfill: MakeBackfill) -> None:
-    bf = make_backfill()
+def test_cli_run_and_status_json(make: MakeBackfill) -> None:
+    bf = make()
     cfg = str(bf.config_path)  # type: ignore[attr-defined]
     runner = CliRunner()
     result = runner.invoke(app, ["run", cfg, "--start", START, "--end", "2024-01-04", "--max-parallel", "2"])
@@ -83,8 +83,8 @@ def test_cli_run_and_status_json(make_backfill: MakeBackfill) -> None:
     assert table.exit_code == 0 and "2024-01-04" in table.output
 
 
-def test_cli_failure_exits_1(make_backfill: MakeBackfill) -> None:
-    bf = make_backfill(transform={"function": "sb_test_transforms:one_day_too_many"})
+def test_cli_failure_exits_1(make: MakeBackfill) -> None:
+    bf = make(transform={"function": "sb_test_transforms:one_day_too_many"})
     result = CliRunner().invoke(app, ["run", str(bf.config_path), "--partitions", "2024-01-02"])  # type: ignore[attr-defined]
     assert result.exit_code == 1
     assert "2024-01-03" in result.output
@@ -108,9 +108,9 @@ def test_cli_failure_exits_1(make_backfill: MakeBackfill) -> None:
     ],
 )
 def test_cli_refuses_a_partition_column_that_does_not_fit_live(
-    make_backfill: MakeBackfill, partition: dict, selection: list[str], words: str
+    make: MakeBackfill, partition: dict, selection: list[str], words: str
 ) -> None:
-    bf = make_backfill()
+    bf = make()
     cfg = bf.config_path  # type: ignore[attr-defined]
     data = yaml.safe_load(cfg.read_text())
     data["partition"].update(partition)
@@ -175,19 +175,3 @@ def test_killed_run_resumes_without_duplicates(make_backfill: MakeBackfill) -> N
     assert shadow.count() == shadow.select("ds", "id").distinct().count() == 10 * t.ROWS_PER_DAY
     expected = t.events(bf.spark, [bf.scheme.value(k) for k in bf.scheme.expand(START, END)])
     assert_df_equality(shadow, expected, ignore_row_order=True, ignore_nullable=True)
-
-
-def test_demo_recomputes_the_range(spark: object, tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["demo", str(tmp_path / "demo"), "--days", "12"])
-    assert result.exit_code == 0, result.output
-    assert "12 written, 0 skipped, 0 failed" in result.output
-    cfg = tmp_path / "demo" / "backfill.yaml"
-    assert (tmp_path / "demo" / "expectations" / "features.json").is_file()
-    rows = json.loads(CliRunner().invoke(app, ["status", str(cfg), "--json"]).stdout)
-    assert len(rows) == 12 and {r["status"] for r in rows} == {"written"}
-    by_day = {r["partition"]: r["rows"] for r in rows}
-    assert by_day.pop("2024-01-10") < 200  # a BAD_DAY: v2 drops the BR rows
-    assert set(by_day.values()) == {200}
-    # the demo validates too: exactly the BAD_DAY inside the range fails, and the report is there
-    assert "11 pass, 0 warn, 1 fail" in result.output
-    assert (tmp_path / "demo" / "report" / "report.html").is_file()

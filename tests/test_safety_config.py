@@ -69,10 +69,9 @@ def _versions(bf: Any) -> tuple[Any, ...]:
     return tuple(fmt.current_version(t) if fmt.exists(t) else None for t in (bf.live_table, bf.shadow_table))
 
 
-@pytest.mark.sail
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_config_mistake_is_one_clear_line(make_delta_backfill: MakeBackfill, case: Case) -> None:
-    bf = make_delta_backfill()
+def test_config_mistake_is_one_clear_line(make: MakeBackfill, case: Case) -> None:
+    bf = make()
     if case.recomputed:
         assert bf.run(START, END).ok
     cfg: Path = bf.config_path  # type: ignore[attr-defined]
