@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -371,3 +372,21 @@ def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'shared-state.db'}"
     return str(request.getfixturevalue("postgres_url"))
+
+
+def chromium_dump_dom(page: Path, user_data: Path, timeout: int = 120) -> subprocess.CompletedProcess[str]:
+    """Render `page` in Debian's headless Chromium and return its DOM (stdout) and log (stderr).
+    Skips when Chromium is missing, except in CI where .ci/run installs it."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing in CI: .ci/run installs Debian's chromium")
+        pytest.skip("chromium not installed (apt-get install chromium)")
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+    flags += ["--disable-component-update", "--disable-sync", "--no-first-run", "--enable-logging=stderr", "--v=0"]
+    return subprocess.run(
+        [chromium, *flags, f"--user-data-dir={user_data}", "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -9,8 +9,6 @@ with) the way GitHub would show it in a pull-request comment.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
@@ -18,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import chromium_dump_dom
 from markdown_it import MarkdownIt
 
 from shadow_backfill.report import ReportData, write_reports
@@ -170,13 +169,8 @@ def test_control_characters_do_not_break_junit(tmp_path: Path) -> None:
 
 
 def test_hostile_html_report_runs_no_injected_script_in_chromium(reports: dict[str, Path], tmp_path: Path) -> None:
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is missing in CI: .ci/run installs Debian's chromium")
-        pytest.skip("chromium not installed (apt-get install chromium)")
     try:
-        result = _dump_dom(chromium, reports["html"], tmp_path / "ud")
+        result = chromium_dump_dom(reports["html"], tmp_path / "ud", timeout=60)
     except subprocess.TimeoutExpired:
         pytest.fail("the page never finished loading: a dialog opened by data (alert) blocks it")
     dom = result.stdout
@@ -185,24 +179,3 @@ def test_hostile_html_report_runs_no_injected_script_in_chromium(reports: dict[s
     assert "data-pwned" not in dom, "a script from data ran"
     assert "<img" not in dom, "an <img> from data became an element"
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom
-
-
-def _dump_dom(chromium: str, page: Path, user_data: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            f"--user-data-dir={user_data}",
-            "--dump-dom",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )

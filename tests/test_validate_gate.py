@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 import sb_test_transforms as t
-from conftest import DRIFT, END, START, TESTS, MakeBackfill
+from conftest import DRIFT, END, START, TESTS, MakeBackfill, chromium_dump_dom
 from typer.testing import CliRunner
 
 from shadow_backfill import ConfigError
@@ -132,11 +129,6 @@ def test_bad_suites_are_refused_before_work(make: MakeBackfill, tmp_path: Path, 
 
 
 def test_html_report_renders_in_headless_chromium(make: MakeBackfill, tmp_path: Path) -> None:
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is missing in CI: .ci/run installs Debian's chromium")
-        pytest.skip("chromium not installed (apt-get install chromium)")
     bf = make(
         transform={"function": "sb_test_transforms:drift_on_one_day"},
         expectations=[str(TESTS / "suites" / "events.json")],
@@ -144,26 +136,7 @@ def test_html_report_renders_in_headless_chromium(make: MakeBackfill, tmp_path: 
     bf.run(START, "2024-01-06")
     bf.validate()
     html = bf.report(tmp_path / "r")["html"]
-    result = subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            f"--user-data-dir={tmp_path / 'ud'}",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--dump-dom",
-            html.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = chromium_dump_dom(html, tmp_path / "ud")
     assert 'data-rendered="ok"' in result.stdout, result.stderr[-2000:]
     assert "rendered 6 partitions" in result.stdout
     assert "Uncaught" not in result.stderr, result.stderr[-2000:]

@@ -89,9 +89,19 @@ def handle_errors(fn: F) -> F:
         except (typer.Exit, typer.Abort, typer.TyperException):  # Typer's own exits and usage errors
             raise
         except Exception as exc:
-            fail(f"{type(exc).__name__}: {exc}", 1, details="".join(traceback.format_exception(exc)))
+            fail(f"{type(exc).__name__}: {engine_message(exc)}", 1, details="".join(traceback.format_exception(exc)))
 
     return wrapper  # type: ignore[return-value]
+
+
+def engine_message(exc: BaseException) -> str:
+    """The part of an engine error that names the cause: py4j's first line only says which JVM
+    call failed ("An error occurred while calling o123.collectToPython."); the Java exception
+    follows on the next line."""
+    lines = [line for line in str(exc).splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].startswith("An error occurred while calling") and lines[1].startswith(": "):
+        return lines[1][2:] + "\n" + "\n".join(lines[2:])
+    return str(exc)
 
 
 def split_partitions(partitions: str | None) -> list[str] | None:
