@@ -176,12 +176,6 @@ def sail_spark(warehouse: Path) -> Iterator[Any]:
     session.stop()
 
 
-@pytest.fixture
-def make_delta_backfill(tmp_path: Path, warehouse: Path, sail_spark: Any) -> MakeBackfill:
-    """Delta over Sail only: for tests of Sail-only behaviour (most take `make`)."""
-    return _factory("delta", tmp_path, warehouse, sail_spark)
-
-
 @dataclass(frozen=True)
 class Backend:
     """What the tests need to know about one table backend, and nothing the product knows."""
