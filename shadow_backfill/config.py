@@ -119,19 +119,72 @@ def _t(warn: float | None, fail: float | None) -> Any:
     return Field(default_factory=lambda: Threshold(warn=warn, fail=fail))
 
 
-class ColumnThresholds(_Strict):
-    """Per-column overrides; a metric left out keeps the table-wide threshold."""
+class PValue(_Strict):
+    """A significance level: a test warns below `warn` and fails below `fail` (None: never)."""
 
-    ignore: bool = False
-    null_rate_change: Threshold | None = None
+    warn: float | None = Field(default=None, ge=0, le=1)
+    fail: float | None = Field(default=None, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> PValue:
+        if self.warn is not None and self.fail is not None and self.fail > self.warn:
+            raise ValueError(f"fail ({self.fail}) must not exceed warn ({self.warn}): a p-value fails below it")
+        return self
+
+
+class Tolerance(_Strict):
+    """When two numbers count as equal: |shadow - live| <= abs + rel * |live| (as datacompy)."""
+
+    abs: float = Field(default=1e-12, ge=0)
+    rel: float = Field(default=1e-9, ge=0)
+
+
+Policy = Literal["pass", "warn", "fail"]
+
+
+class ColumnBounds(_Strict):
+    """Bounds for one column's metrics; a bound left out is not judged (or, under `columns`,
+    keeps the table-wide one)."""
+
+    # Change, in the column's own units (see the README, "Declaring what a logic change should do").
+    mean_change: Threshold | None = None  # |mean(shadow) - mean(live)|, nulls ignored
+    mean_change_pct: Threshold | None = None  # mean_change as a percentage of |mean(live)|
+    sum_change_pct: Threshold | None = None  # |sum(shadow) - sum(live)| as a percentage of |sum(live)|
+    null_rate_change: Threshold | None = None  # |shadow null rate - live null rate|
+    changed_share: Threshold | None = None  # share of matched keys whose value differs beyond tolerance
+    max_abs_diff: Threshold | None = None  # largest |shadow - live| over matched keys
+    mean_abs_diff: Threshold | None = None  # mean |shadow - live| over matched keys
+    # Distribution tests (need validation.min_rows_for_distribution rows per side).
     psi: Threshold | None = None
     ks: Threshold | None = None
     mean_shift: Threshold | None = None
     std_change: Threshold | None = None
     js_distance: Threshold | None = None
-    changed_fraction: Threshold | None = None
-    new_categories: Literal["pass", "warn", "fail"] | None = None
-    vanished_categories: Literal["pass", "warn", "fail"] | None = None
+    drift_pvalue: PValue | None = None
+    new_categories: Policy | None = None
+    vanished_categories: Policy | None = None
+
+
+class ColumnThresholds(ColumnBounds):
+    """Per-column overrides; a metric left out keeps the table-wide threshold."""
+
+    ignore: bool = False
+    changed_fraction: Threshold | None = None  # kept for old configs: the same as changed_share
+
+
+class ExpectedChange(ColumnBounds):
+    """A column the logic change is meant to alter: judged only by the bounds given here."""
+
+
+CHANGE_METRICS = (
+    "mean_change",
+    "mean_change_pct",
+    "sum_change_pct",
+    "changed_share",
+    "max_abs_diff",
+    "mean_abs_diff",
+)
+DISTANCES = ("psi", "ks", "mean_shift", "std_change", "js_distance")
 
 
 class ValidationSpec(_Strict):
@@ -144,23 +197,63 @@ class ValidationSpec(_Strict):
     mean_shift: Threshold = _t(0.1, 0.25)  # |mean shift| in live standard deviations
     std_change: Threshold = _t(0.1, 0.25)  # |std shift| / live std
     js_distance: Threshold = _t(0.05, 0.1)  # Jensen-Shannon distance of category frequencies
+    # p-value of the KS test (numbers) or chi-square test (categories) between the two sides
+    drift_pvalue: PValue = Field(default_factory=lambda: PValue(warn=0.01, fail=0.001))
+    # Change metrics: reported in column_changes, judged only where a bound is given.
+    mean_change: Threshold = _t(None, None)
+    mean_change_pct: Threshold = _t(None, None)
+    sum_change_pct: Threshold = _t(None, None)
+    changed_share: Threshold = _t(None, None)
+    max_abs_diff: Threshold = _t(None, None)
+    mean_abs_diff: Threshold = _t(None, None)
     keys_added: Threshold = _t(0.01, 0.05)  # fraction of live rows: keys only in shadow
     keys_removed: Threshold = _t(0.01, 0.05)  # fraction of live rows: keys only in live
     changed_fraction: Threshold = _t(None, None)  # fraction of matched rows whose value changed
     duplicate_keys: Threshold = _t(None, 0)  # duplicate key rows in shadow (a count)
-    new_categories: Literal["pass", "warn", "fail"] = "warn"
-    vanished_categories: Literal["pass", "warn", "fail"] = "fail"
-    schema_change: Literal["pass", "warn", "fail"] = "warn"
+    new_categories: Policy = "warn"
+    vanished_categories: Policy = "fail"
+    schema_change: Policy = "warn"
     # A shadow partition with no live counterpart: judged on suites only, held for approval
     # (verdict warn, never promoted automatically), or failed.
     missing_live: Literal["suites_only", "needs_approval", "fail"] = "needs_approval"
     # Expectation failures: fail unless the expectation's meta says {"severity": "warning"}.
     max_categories: PositiveInt = 50
+    # Sample size: below `min_rows_for_distribution` non-null values on either side no
+    # distribution test is judged; below `min_rows_for_distance` the p-value test judges and
+    # the raw distances (PSI, KS, JS, mean shift, std change) are reported only; from it on,
+    # the distances judge and the p-value is reported only (it flags any tiny shift there).
+    min_rows_for_distribution: PositiveInt = 100
+    min_rows_for_distance: PositiveInt = 1000
+    tolerance: Tolerance = Field(default_factory=Tolerance)
+    sample_rows: int = Field(default=10, ge=0, le=1000)
+    # The change contract: what this logic change is meant to alter, and how strictly every
+    # other compared column must stay equal on matched keys.
+    expected_changes: dict[str, ExpectedChange] = Field(default_factory=dict)
+    unexpected_changes: Literal["fail", "warn", "ignore"] = "fail"
     columns: dict[str, ColumnThresholds] = Field(default_factory=dict)
 
-    def threshold(self, metric: str, column: str | None = None) -> Threshold:
-        override = getattr(self.columns.get(column or ""), metric, None) if column else None
-        return override if override is not None else getattr(self, metric)  # type: ignore[no-any-return]
+    @model_validator(mode="after")
+    def _contract(self) -> ValidationSpec:
+        for c in self.expected_changes:
+            if self.ignored(c):
+                raise ValueError(f"column {c!r} is in expected_changes and ignored under columns: pick one")
+        return self
+
+    def column_override(self, metric: str, column: str | None) -> Any:
+        """The bound set for this column (in expected_changes or columns), or None."""
+        if not column:
+            return None
+        if column in self.expected_changes:
+            return getattr(self.expected_changes[column], metric, None)
+        return getattr(self.columns.get(column), metric, None)
+
+    def threshold(self, metric: str, column: str | None = None) -> Any:
+        """The bound that judges `metric` on `column`: for an expected-change column only its
+        own bounds (None: not judged), otherwise the column's override or the table-wide one."""
+        override = self.column_override(metric, column)
+        if column in self.expected_changes:
+            return override
+        return override if override is not None else getattr(self, metric)
 
     def policy(self, metric: str, column: str | None = None) -> str:
         override = getattr(self.columns.get(column or ""), metric, None) if column else None
@@ -231,6 +324,11 @@ class BackfillConfig(_Strict):
                     raise ValueError(problem)
         if self.shadow_table is not None and self.shadow_table == self.live_table:
             raise ValueError("shadow_table must differ from live_table")
+        if self.validation.expected_changes and not self.keys:
+            raise ValueError("validation.expected_changes needs keys: equality is judged per matched key")
+        taken = {self.partition.column, *self.keys} & set(self.validation.expected_changes)
+        if taken:
+            raise ValueError(f"validation.expected_changes: {sorted(taken)} is the partition column or a key")
         return self
 
     # ---- derived values -------------------------------------------------------------------

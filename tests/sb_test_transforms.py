@@ -131,3 +131,41 @@ def markup_category(spark: SparkSession, partitions: list[dt.date]) -> DataFrame
     """Key 0 gets the category '[/]': a data value that lands in a validation reason."""
     df = events(spark, partitions)
     return df.withColumn("cat", F.when(F.col("id") == 0, F.lit("[/]")).otherwise(F.col("cat")))
+
+
+# ---- logic changes for the change contract (validation.expected_changes) ----
+
+BIG_DAY, WARN_DAY, CAT_DAY = dt.date(2024, 1, 3), dt.date(2024, 1, 5), dt.date(2024, 1, 7)
+
+
+def amount_moves(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    """The intended change: amount grows by 0.1 * id (mean change 0.2 on 5 rows), by 0.2 * id on
+    WARN_DAY and 10 * id on BIG_DAY; on CAT_DAY ids 1 and 2 also get category 'z' (a bug)."""
+    df = events(spark, partitions)
+    step = F.when(F.col("ds") == F.lit(BIG_DAY), 10.0).when(F.col("ds") == F.lit(WARN_DAY), 0.2).otherwise(0.1)
+    df = df.withColumn("amount", F.col("amount") + step * F.col("id"))
+    bug = (F.col("ds") == F.lit(CAT_DAY)) & F.col("id").isin(1, 2)
+    return df.withColumn("cat", F.when(bug, F.lit("z")).otherwise(F.col("cat")))
+
+
+def float_noise(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    """Amounts as a different summation order would give them: off by a relative 1e-13."""
+    return events(spark, partitions).withColumn("amount", F.col("amount") * (1 + 1e-13) + 1e-15)
+
+
+WIDE_ROWS = 300  # rows per day of the `wide` tables: enough for the distribution tests
+SHIFT_DAY, NUDGE_DAY = dt.date(2024, 1, 1), dt.date(2024, 1, 2)
+
+
+def wide(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    days = spark.range(1).select(F.explode(F.array(*[F.lit(d) for d in partitions])).alias("ds"))
+    df = days.crossJoin(spark.range(WIDE_ROWS))
+    h = F.abs(F.xxhash64("id", "ds"))
+    return df.select("id", (h % 10000 / 100.0).alias("amount"), F.col("ds"))
+
+
+def wide_shifted(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    """SHIFT_DAY: every amount + 30 (a real change of distribution); NUDGE_DAY: + 0.01."""
+    df = wide(spark, partitions)
+    step = F.when(F.col("ds") == F.lit(SHIFT_DAY), 30.0).when(F.col("ds") == F.lit(NUDGE_DAY), 0.01).otherwise(0.0)
+    return df.withColumn("amount", F.col("amount") + step)

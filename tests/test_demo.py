@@ -27,3 +27,12 @@ def test_demo_recomputes_validates_and_reports(backend: Backend, tmp_path: Path)
     # exactly the BAD_DAY inside the range fails, and the report is there
     assert "11 pass, 0 warn, 1 fail" in result.output
     assert (demo / "report" / "report.html").is_file()
+    # judged by the demo's change contract: spend moved by about 2% as declared, and on the bad
+    # day the score column changed although nothing declared it
+    doc = json.loads((demo / "report" / "report.json").read_text())
+    parts = {p["partition"]: p for p in doc["partitions"]}
+    good = next(c for c in parts["2024-01-01"]["checks"] if c["name"] == "mean_change_pct" and c["column"] == "spend")
+    assert good["status"] == "pass" and 1.5 < good["observed"] < 2.5
+    reasons = {f"{c['name']}[{c['column']}]" for c in parts["2024-01-10"]["reasons"]}
+    assert "unexpected_changes[score]" in reasons, reasons
+    assert any(s["column"] == "score" and s["shadow"] is None for s in parts["2024-01-10"]["samples"])

@@ -45,6 +45,15 @@ def demo_config(fmt: str, days: int) -> dict[str, object]:
         "spark": spark,
         "run": {"max_parallel": 2, "retries": 1},
         "expectations": ["expectations/features.json"],
+        # The change contract: v2 is meant to move spend (and so spend_per_session) by about 2%;
+        # every other column must stay equal on every entity.
+        "validation": {
+            "expected_changes": {
+                "spend": {"mean_change_pct": {"warn": 3, "fail": 5}},
+                "spend_per_session": {"mean_change_pct": {"warn": 3, "fail": 5}},
+            },
+            "unexpected_changes": "fail",
+        },
         "_demo_range": {"start": start, "end": end},
     }
 

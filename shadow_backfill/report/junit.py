@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from shadow_backfill.report.model import ReportData
-from shadow_backfill.validate.check import FAIL, WARN
+from shadow_backfill.validate.check import FAIL, SKIPPED, WARN
 
 # ElementTree escapes <, > and & but writes control characters as they are, and XML 1.0 has no
 # way to carry them: one in a data value would make the whole file unreadable to CI.
@@ -26,7 +26,10 @@ def x(value: Any) -> str:
 def render_junit(data: ReportData) -> str:
     cases = [(v, c) for v in data.verdicts for c in v.checks]
     failures = sum(1 for _, c in cases if c.status == FAIL)
-    suites = ET.Element("testsuites", name="shadow-backfill", tests=str(len(cases)), failures=str(failures))
+    skipped = sum(1 for _, c in cases if c.status == SKIPPED)
+    suites = ET.Element(
+        "testsuites", name="shadow-backfill", tests=str(len(cases)), failures=str(failures), skipped=str(skipped)
+    )
     suite = ET.SubElement(
         suites,
         "testsuite",
@@ -34,6 +37,7 @@ def render_junit(data: ReportData) -> str:
         tests=str(len(cases)),
         failures=str(failures),
         errors="0",
+        skipped=str(skipped),
         timestamp=x(data.generated_at),
     )
     for v, c in cases:
@@ -41,6 +45,8 @@ def render_junit(data: ReportData) -> str:
         if c.status == FAIL:
             failure = ET.SubElement(case, "failure", message=x(c.message), type=x(c.name))
             failure.text = x(f"observed {c.observed!r}; threshold {c.threshold}")
+        elif c.status == SKIPPED:  # not judged (too few rows): CI shows it as skipped
+            ET.SubElement(case, "skipped", message=x(c.message))
         elif c.status == WARN:
             ET.SubElement(case, "system-out").text = x(f"WARN: {c.message}")
     ET.indent(suites)

@@ -1,4 +1,4 @@
-"""What every report renders, and the JSON document (schema_version 1, see the README)."""
+"""What every report renders, and the JSON document (schema_version 2, see the README)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from shadow_backfill.state import VerdictRecord
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass
@@ -46,6 +46,8 @@ def partition_json(v: VerdictRecord) -> dict[str, Any]:
         "rows": v.metrics.get("rows", {}),
         "reasons": [c.as_dict() for c in v.reasons],
         "checks": [c.as_dict() for c in v.checks],
+        "column_changes": v.metrics.get("column_changes", {}),
+        "samples": v.metrics.get("samples", []),
         "metrics": v.metrics,
     }
 

@@ -12,7 +12,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
-RANK = {PASS: 0, WARN: 1, FAIL: 2}
+# A check that could not be judged (too few rows): shown, never passes, warns or fails.
+SKIPPED = "skipped"
+RANK = {SKIPPED: -1, PASS: 0, WARN: 1, FAIL: 2}
 
 
 @dataclass(frozen=True)
@@ -46,9 +48,10 @@ class Check:
 
 
 def worst(statuses: Iterable[str]) -> str:
-    return max(statuses, key=lambda s: RANK[s], default=PASS)
+    """The verdict of a set of checks; skipped checks do not count."""
+    return max((s for s in statuses if s != SKIPPED), key=lambda s: RANK[s], default=PASS)
 
 
 def reasons(checks: Iterable[Check]) -> list[Check]:
     """The checks that made a verdict worse than pass, failures first."""
-    return sorted((c for c in checks if c.status != PASS), key=lambda c: -RANK[c.status])
+    return sorted((c for c in checks if c.status in (WARN, FAIL)), key=lambda c: -RANK[c.status])

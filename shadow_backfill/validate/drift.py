@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import IntegralType
 
 from shadow_backfill.validate.facts_job import FactsSpec, run_facts
 from shadow_backfill.validate.plan import ColumnPlan, PartitionProfile, plan_columns, tag
@@ -39,6 +40,9 @@ class DriftProfiler:
         max_categories: int,
         extra_aggs: Mapping[str, Column] | None = None,
         unique_columns: Sequence[str] = (),
+        tolerance: tuple[float, float] = (0.0, 0.0),
+        sample_rows: int = 0,
+        expected: Sequence[str] = (),
     ) -> None:
         self.plan = plan_columns(shadow.schema, live.schema, partition, keys)
         text = F.col(partition).cast("string")
@@ -51,6 +55,11 @@ class DriftProfiler:
             categories=self.plan.categorical,
             unique_columns=list(dict.fromkeys(unique_columns)),
             max_categories=max_categories,
+            tolerance=tolerance,
+            sample_rows=sample_rows,
+            # Samples of columns nobody meant to change come first in each turn.
+            sample_first=[c for c in self.plan.compared if c not in set(expected)],
+            integral=[c for c in self.plan.numeric if isinstance(shadow.schema[c].dataType, IntegralType)],
         )
         self.jobs = 0  # Spark jobs run, for benchmarks and tests
 

@@ -60,6 +60,7 @@ class PartitionProfile:
     columns: dict[str, dict[str, Any]] = field(default_factory=dict)
     keys: dict[str, Any] = field(default_factory=dict)
     unique: dict[str, tuple[int, int]] = field(default_factory=dict)  # column -> (non-null, not unique)
+    samples: list[dict[str, Any]] = field(default_factory=list)  # changed values, largest first
 
     @property
     def live_missing(self) -> bool:

@@ -1,6 +1,6 @@
 """Drift job 1, the profile: one aggregation of the shadow/live union by (partition, side).
 
-Row counts, null counts, mean and std per column, the live deciles (the bins the facts job
+Row counts, null counts, mean, std and sum per column, the live deciles (the bins the facts job
 sorts values into) and the aggregates of the compiled expectations all ride in this one
 grouping, so adding a column or an expectation adds columns to a job, never a job.
 """
@@ -31,7 +31,7 @@ def _aggregations(plan: ColumnPlan, extra_aggs: Mapping[str, Column]) -> list[Co
         aggs.append(F.sum(F.when(F.col(c).isNull(), 1).otherwise(0)).alias(f"__null_{i}"))
     for i, c in enumerate(plan.numeric):
         x = F.col(c).cast("double")
-        aggs += [F.avg(x).alias(f"__mean_{i}"), F.stddev_samp(x).alias(f"__std_{i}")]
+        aggs += [F.avg(x).alias(f"__mean_{i}"), F.stddev_samp(x).alias(f"__std_{i}"), F.sum(x).alias(f"__sum_{i}")]
     return aggs + [col.alias(name) for name, col in extra_aggs.items()]
 
 
@@ -74,11 +74,14 @@ def _read(row: Row, prof: PartitionProfile, plan: ColumnPlan, extra: Mapping[str
         if side == "live" and c in plan.added:
             continue  # not a live column: its nulls there come from the union, not from live
         col = prof.columns.setdefault(c, {})
-        col[f"{side}_null_rate"] = (int(row[f"__null_{i}"]) / n) if n else 0.0
+        nulls = int(row[f"__null_{i}"])
+        col[f"{side}_null_rate"] = (nulls / n) if n else 0.0
+        col[f"{side}_count"] = n - nulls  # non-null values: the sample size of distribution tests
     for i, c in enumerate(plan.numeric):
         col = prof.columns.setdefault(c, {})
         col[f"{side}_mean"] = row[f"__mean_{i}"]
         col[f"{side}_std"] = row[f"__std_{i}"]
+        col[f"{side}_sum"] = row[f"__sum_{i}"]
 
 
 def run_profile(

@@ -69,3 +69,37 @@ def std_change(live_std: float | None, shadow_std: float | None) -> float:
     """Relative change of the standard deviation against live's."""
     std = live_std or 0.0
     return _relative(abs((shadow_std or 0.0) - std), std)
+
+
+def ks_pvalue(live: Sequence[float], shadow: Sequence[float]) -> float:
+    """p-value of the two-sample KS test, from the statistic on the live decile grid.
+
+    The statistic there is at most the exact one, so the p-value is at least the exact one:
+    a shift inside one decile goes unseen, and what is flagged is real. scipy's asymptotic
+    two-sided distribution, as `ks_2samp(method="asymp")` uses it.
+    """
+    from scipy.stats import kstwo
+
+    n, m = sum(live), sum(shadow)
+    if n == 0 or m == 0:
+        return 1.0
+    en = round(n * m / (n + m))
+    return float(kstwo.sf(ks(live, shadow), max(en, 1)))
+
+
+def chi2_pvalue(live: Mapping[str, int], shadow: Mapping[str, int]) -> float:
+    """p-value of the chi-square test of homogeneity on two category frequency tables."""
+    from scipy.stats import chi2_contingency
+
+    values = sorted(v for v in set(live) | set(shadow) if live.get(v, 0) + shadow.get(v, 0) > 0)
+    if len(values) < 2 or not sum(live.values()) or not sum(shadow.values()):
+        return 1.0
+    table = [[live.get(v, 0) for v in values], [shadow.get(v, 0) for v in values]]
+    return float(chi2_contingency(table).pvalue)
+
+
+def change_pct(live: float | None, shadow: float | None) -> float | None:
+    """|shadow - live| as a percentage of |live|; None when either side has no value."""
+    if live is None or shadow is None:
+        return None
+    return 100.0 * _relative(abs(float(shadow) - float(live)), abs(float(live)))

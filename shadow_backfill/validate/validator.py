@@ -150,6 +150,16 @@ class Validator:
                         f"keys: column {key!r} does not exist in table {table!r} (columns: {sorted(columns)})"
                     )
 
+    def _check_contract(self, compared: list[str]) -> None:
+        """An expected change must name a column both tables have with the same type; a typo
+        would otherwise hold the intended column to equality and fail every partition."""
+        unknown = [c for c in self.config.validation.expected_changes if c not in compared]
+        if unknown:
+            raise ConfigError(
+                f"validation.expected_changes: {unknown} is not a column of both tables with the same type "
+                f"(compared columns: {compared})"
+            )
+
     def _judge(self, keys: list[str], shadow: Any, live: Any, suites: list[Suite]) -> list[PartitionVerdict]:
         expectations = [e for s in suites for e in s.expectations]
         compiled, unique, _ = split_supported(expectations)
@@ -164,7 +174,11 @@ class Validator:
             max_categories=self.config.validation.max_categories,
             extra_aggs=extra,
             unique_columns=[e.kwargs["column"] for e in unique],
+            tolerance=(self.config.validation.tolerance.abs, self.config.validation.tolerance.rel),
+            sample_rows=self.config.validation.sample_rows,
+            expected=list(self.config.validation.expected_changes),
         )
+        self._check_contract(profiler.plan.compared)
         text_of = {k: self.scheme.column_text(k) for k in keys}
         texts = list(text_of.values())
         profiles = profiler.run(texts)

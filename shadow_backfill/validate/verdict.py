@@ -10,13 +10,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from shadow_backfill.config import Threshold, ValidationSpec
+from shadow_backfill.config import PValue, Threshold, ValidationSpec
 from shadow_backfill.validate import stats
-from shadow_backfill.validate.check import FAIL, PASS, WARN, Check, reasons, worst
+from shadow_backfill.validate.changes import column_changes
+from shadow_backfill.validate.check import FAIL, PASS, SKIPPED, WARN, Check, reasons, worst
 from shadow_backfill.validate.expectations import Outcome
 from shadow_backfill.validate.plan import ColumnPlan, PartitionProfile
 
-__all__ = ["FAIL", "PASS", "WARN", "Check", "Judge", "PartitionVerdict", "grade", "worst"]
+__all__ = ["FAIL", "PASS", "SKIPPED", "WARN", "Check", "Judge", "PartitionVerdict", "grade", "worst"]
 
 
 @dataclass
@@ -52,8 +53,20 @@ def grade(value: float | None, th: Threshold) -> str:
     return PASS
 
 
-def _fmt(th: Threshold) -> str:
-    parts = [f"{name} > {v}" for name, v in (("warn", th.warn), ("fail", th.fail)) if v is not None]
+def grade_pvalue(p: float | None, th: PValue) -> str:
+    """A significance test: fail when the p-value is below `fail`, warn below `warn`."""
+    if p is None:
+        return PASS
+    if th.fail is not None and p < th.fail:
+        return FAIL
+    if th.warn is not None and p < th.warn:
+        return WARN
+    return PASS
+
+
+def _fmt(th: Threshold | PValue) -> str:
+    sign = "<" if isinstance(th, PValue) else ">"
+    parts = [f"{name} {sign} {v}" for name, v in (("warn", th.warn), ("fail", th.fail)) if v is not None]
     return ", ".join(parts) or "reported only"
 
 
@@ -63,16 +76,35 @@ def _num(v: float | None) -> float | None:
     return round(float(v), 6) if math.isfinite(v) else float(v)
 
 
+def _shown(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4g}"
+
+
+# (metric, unit shown after the value) for the change metrics of one column
+_CHANGE_TEXT = {
+    "mean_change": "mean change",
+    "mean_change_pct": "mean change, % of live mean",
+    "sum_change_pct": "sum change, % of live sum",
+    "changed_share": "share of matched keys changed beyond tolerance",
+    "max_abs_diff": "largest |shadow - live| on a matched key",
+    "mean_abs_diff": "mean |shadow - live| over matched keys",
+}
+
+
 class Judge:
+    """Grades one partition's measurements against the config: the change contract when one is
+    declared, the drift thresholds otherwise (see the README for the rules)."""
+
     def __init__(self, spec: ValidationSpec, plan: ColumnPlan) -> None:
         self.spec = spec
         self.plan = plan
 
-    def _metric(self, checks: list[Check], name: str, column: str | None, value: float | None, what: str) -> None:
-        th = self.spec.threshold(name, column)
-        status = grade(value, th)
-        shown = "n/a" if value is None else f"{value:.4g}"
-        checks.append(Check(name, column, status, _num(value), _fmt(th), f"{what} {shown} ({_fmt(th)})"))
+    def _metric(
+        self, checks: list[Check], name: str, column: str | None, value: float | None, what: str, th: Any = None
+    ) -> None:
+        th = self.spec.threshold(name, column) if th is None else th
+        status = grade_pvalue(value, th) if isinstance(th, PValue) else grade(value, th)
+        checks.append(Check(name, column, status, _num(value), _fmt(th), f"{what} {_shown(value)} ({_fmt(th)})"))
 
     def _policy(self, checks: list[Check], name: str, column: str | None, values: list[str], what: str) -> None:
         policy = self.spec.policy(name, column)
@@ -87,25 +119,20 @@ class Judge:
             checks.append(
                 Check(o.expectation, None, status, _jsonable(o.observed), "expectation", f"{o.expectation}: {o.detail}")
             )
+        changes = column_changes(prof, self.plan)
         if prof.live_missing:
             policy = self.spec.missing_live
             status = {"suites_only": PASS, "needs_approval": WARN, "fail": FAIL}[policy]
-            checks.append(
-                Check(
-                    "live_missing",
-                    None,
-                    status,
-                    0,
-                    f"policy {policy}",
-                    f"no live partition to compare with (policy {policy})",
-                )
-            )
+            msg = f"no live partition to compare with (policy {policy})"
+            checks.append(Check("live_missing", None, status, 0, f"policy {policy}", msg))
         else:
-            self._drift(checks, prof)
+            self._drift(checks, prof, changes)
         metrics = {
             "rows": {"live": prof.live_rows, "shadow": prof.shadow_rows},
             "columns": prof.columns,
             "keys": prof.keys,
+            "column_changes": changes,
+            "samples": prof.samples,
             "schema": {
                 "added": self.plan.added,
                 "removed": self.plan.removed,
@@ -114,58 +141,99 @@ class Judge:
         }
         return PartitionVerdict(prof.key, worst(c.status for c in checks), checks, _jsonable(metrics))
 
-    def _drift(self, checks: list[Check], prof: PartitionProfile) -> None:
-        spec = self.spec
+    def _drift(self, checks: list[Check], prof: PartitionProfile, changes: dict[str, dict[str, Any]]) -> None:
         change = abs(prof.shadow_rows - prof.live_rows) / prof.live_rows
-        self._metric(
-            checks,
-            "row_count_change",
-            None,
-            change,
-            f"row count {prof.live_rows} -> {prof.shadow_rows}, relative change",
-        )
+        what = f"row count {prof.live_rows} -> {prof.shadow_rows}, relative change"
+        self._metric(checks, "row_count_change", None, change, what)
+        contract = bool(self.spec.expected_changes)
         for c, m in prof.columns.items():
-            if not spec.ignored(c):
-                self._column_drift(checks, c, m)
+            if self.spec.ignored(c) or (contract and c not in self.spec.expected_changes and c in self.plan.compared):
+                continue  # ignored, or held to equality below
+            self._column(checks, c, m, changes.get(c, {}))
         self._key_drift(checks, prof)
+        if contract and "matched" in prof.keys:
+            self._unexpected(checks, prof, changes)
         p = self.plan
         schema_changes = (
             [f"+{c}" for c in p.added] + [f"-{c}" for c in p.removed] + [f"{c}: {a} -> {b}" for c, a, b in p.retyped]
         )
         self._policy(checks, "schema_change", None, schema_changes, "schema changes")
 
-    def _column_drift(self, checks: list[Check], c: str, m: dict[str, Any]) -> None:
-        if "live_null_rate" in m and "shadow_null_rate" in m:
-            self._metric(
-                checks,
-                "null_rate_change",
-                c,
-                abs(m["shadow_null_rate"] - m["live_null_rate"]),
-                f"null rate {m['live_null_rate']:.2%} -> {m['shadow_null_rate']:.2%}, change",
-            )
-        if "psi" in m:
-            self._metric(checks, "psi", c, m["psi"], "PSI")
-            self._metric(checks, "ks", c, m["ks"], "KS statistic")
-        if m.get("live_mean") is not None and m.get("shadow_mean") is not None:
-            self._metric(
-                checks,
-                "mean_shift",
-                c,
-                stats.mean_shift(m["live_mean"], m["shadow_mean"], m.get("live_std")),
-                f"mean {m['live_mean']:.4g} -> {m['shadow_mean']:.4g}, shift in live std",
-            )
-            self._metric(
-                checks,
-                "std_change",
-                c,
-                stats.std_change(m.get("live_std"), m.get("shadow_std")),
-                "relative std change",
-            )
-        if "js_distance" in m:
-            self._metric(checks, "js_distance", c, m["js_distance"], "Jensen-Shannon distance")
+    def _column(self, checks: list[Check], c: str, m: dict[str, Any], ch: dict[str, Any]) -> None:
+        """One column's null rate, change metrics (where bounded) and distribution tests."""
+        listed = c in self.spec.expected_changes
+        if "live_null_rate" in m and "shadow_null_rate" in m and self.spec.threshold("null_rate_change", c):
+            what = f"null rate {m['live_null_rate']:.2%} -> {m['shadow_null_rate']:.2%}, change"
+            self._metric(checks, "null_rate_change", c, abs(m["shadow_null_rate"] - m["live_null_rate"]), what)
+        for name, text in _CHANGE_TEXT.items():
+            th = self.spec.threshold(name, c)
+            if th is not None and (th.warn is not None or th.fail is not None) and ch.get(name) is not None:
+                self._metric(checks, name, c, ch[name], f"{c}: {text}")
+        self._distributions(checks, c, m)
         if "categories" in m:
-            self._policy(checks, "new_categories", c, m.get("new", []), "new categories")
-            self._policy(checks, "vanished_categories", c, m.get("vanished", []), "vanished categories")
+            for name, key, what in (
+                ("new_categories", "new", "new categories"),
+                ("vanished_categories", "vanished", "vanished categories"),
+            ):
+                if not listed or self.spec.column_override(name, c) is not None:
+                    self._policy(checks, name, c, m.get(key, []), what)
+
+    def _distributions(self, checks: list[Check], c: str, m: dict[str, Any]) -> None:
+        """Distribution tests, judged only on enough rows: between the two minimums by the
+        p-value, from `min_rows_for_distance` on by the distances (see ValidationSpec)."""
+        spec = self.spec
+        n = min(int(m.get("live_count") or 0), int(m.get("shadow_count") or 0))
+        pvalue_test = "KS test p-value" if "psi" in m else "chi-square test p-value"
+        tests: list[tuple[str, float | None, str]] = []
+        if "psi" in m:
+            tests += [("psi", m["psi"], "PSI"), ("ks", m["ks"], "KS statistic")]
+        if m.get("live_mean") is not None and m.get("shadow_mean") is not None:
+            shift = stats.mean_shift(m["live_mean"], m["shadow_mean"], m.get("live_std"))
+            tests += [
+                ("mean_shift", shift, f"mean {m['live_mean']:.4g} -> {m['shadow_mean']:.4g}, shift in live std"),
+                ("std_change", stats.std_change(m.get("live_std"), m.get("shadow_std")), "relative std change"),
+            ]
+        if "js_distance" in m:
+            tests.append(("js_distance", m["js_distance"], "Jensen-Shannon distance"))
+        if "drift_pvalue" in m:
+            tests.append(("drift_pvalue", m["drift_pvalue"], pvalue_test))
+        for name, value, what in tests:
+            th = spec.threshold(name, c)
+            if th is None:
+                continue  # an expected-change column without a bound for this test
+            if n < spec.min_rows_for_distribution:
+                need = f"needs {spec.min_rows_for_distribution} rows per side"
+                msg = f"{what}: not enough rows ({n} < {spec.min_rows_for_distribution})"
+                checks.append(Check(name, c, SKIPPED, _num(value), need, msg))
+            elif spec.column_override(name, c) is None and (name == "drift_pvalue") == (
+                n >= spec.min_rows_for_distance
+            ):
+                regime = (
+                    f"from {spec.min_rows_for_distance} rows per side the distances judge"
+                    if name == "drift_pvalue"
+                    else f"below {spec.min_rows_for_distance} rows per side the {pvalue_test} judges"
+                )
+                msg = f"{what} {_shown(value)} (reported only: {regime})"
+                checks.append(Check(name, c, PASS, _num(value), "reported only", msg))
+            else:
+                self._metric(checks, name, c, value, what, th)
+
+    def _unexpected(self, checks: list[Check], prof: PartitionProfile, changes: dict[str, dict[str, Any]]) -> None:
+        """Every compared column outside the contract must be equal on every matched key."""
+        policy = self.spec.unexpected_changes
+        for c in self.plan.compared:
+            if c in self.spec.expected_changes or self.spec.ignored(c):
+                continue
+            n, matched = changes[c]["changed"] or 0, changes[c]["matched"] or 0
+            status = PASS if n == 0 or policy == "ignore" else policy
+            msg = f"{c!r} is equal on all {matched} matched keys within tolerance"
+            if n:
+                msg = f"{c!r} changed on {n} of {matched} matched keys, but is not in expected_changes"
+                example = next((s for s in prof.samples if s["column"] == c), None)
+                if example is not None:
+                    keys = ", ".join(f"{k}={v}" for k, v in example["keys"].items())
+                    msg += f"; e.g. {keys}: {example['live']!r} -> {example['shadow']!r}"
+            checks.append(Check("unexpected_changes", c, status, n, f"policy {policy}", msg))
 
     def _key_drift(self, checks: list[Check], prof: PartitionProfile) -> None:
         spec = self.spec
@@ -183,7 +251,7 @@ class Judge:
                 "changed_fraction",
                 None,
                 (keys["changed"] / matched) if matched else 0.0,
-                f"{keys['changed']} of {matched} matched rows changed; share",
+                f"{keys['changed']} of {matched} matched rows changed beyond tolerance; share",
             )
             for c, n in keys.get("changed_by_column", {}).items():
                 col_spec = spec.columns.get(c)

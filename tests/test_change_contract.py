@@ -1,0 +1,173 @@
+"""The gate judges a logic change as its author declares it (validation.expected_changes), on
+every backend: what was meant to change and by how much, that nothing else did, float noise
+is not a change, and distribution tests need enough rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sb_test_transforms as t
+from conftest import END, START, MakeBackfill
+
+from shadow_backfill import Backfill, ConfigError
+from shadow_backfill.validate.verdict import PartitionVerdict
+
+BIG, WARN, CAT = (d.isoformat() for d in (t.BIG_DAY, t.WARN_DAY, t.CAT_DAY))
+CONTRACT: dict[str, Any] = {
+    "expected_changes": {"amount": {"mean_change": {"warn": 0.3, "fail": 1.0}}},
+    "unexpected_changes": "fail",
+}
+
+
+def _verdicts(bf: Backfill, start: str = START, end: str = END) -> dict[str, PartitionVerdict]:
+    assert bf.run(start, end).ok
+    return {v.partition: v for v in bf.validate().verdicts}
+
+
+def _check(v: PartitionVerdict, check_id: str) -> Any:
+    return next(c for c in v.checks if c.id == check_id)
+
+
+def test_contract_judges_the_intended_change_and_nothing_else(make: MakeBackfill, tmp_path: Path) -> None:
+    bf = make(transform={"function": "sb_test_transforms:amount_moves"}, validation=CONTRACT)
+    verdicts = _verdicts(bf)
+    assert {k: v.verdict for k, v in verdicts.items() if v.verdict != "pass"} == {
+        BIG: "fail",
+        WARN: "warn",
+        CAT: "fail",
+    }
+
+    # amount is judged only by its bound: mean change 0.2 passes, 0.4 warns, 20 fails
+    assert _check(verdicts["2024-01-01"], "mean_change[amount]").observed == pytest.approx(0.2)
+    assert _check(verdicts[WARN], "mean_change[amount]").status == "warn"
+    big = verdicts[BIG]
+    assert [c.id for c in big.reasons] == ["mean_change[amount]"], big.reasons
+    assert big.reasons[0].observed == pytest.approx(20.0)
+    assert not any(c.column == "amount" and c.name in ("psi", "ks", "mean_shift") for c in big.checks)
+
+    # cat was not meant to change: the reason names it, the count and an example
+    (reason,) = verdicts[CAT].reasons
+    assert reason.id == "unexpected_changes[cat]" and reason.status == "fail" and reason.observed == 2
+    assert "'cat' changed on 2 of 5 matched keys" in reason.message and "id=1: " in reason.message
+    assert "-> 'z'" in reason.message
+
+    changes = verdicts[CAT].metrics["column_changes"]
+    assert changes["cat"]["changed"] == 2 and changes["cat"]["changed_share"] == pytest.approx(0.4)
+    assert changes["amount"]["changed"] == 4 and changes["amount"]["max_abs_diff"] == pytest.approx(0.4)
+    # samples: unexpected columns first in each turn, largest differences first within a column
+    samples = verdicts[CAT].metrics["samples"]
+    assert [(s["column"], s["keys"]["id"]) for s in samples[:4]] == [
+        ("cat", 1),
+        ("amount", 4),
+        ("cat", 2),
+        ("amount", 3),
+    ]
+    assert samples[0]["shadow"] == "z" and samples[0]["live"] in ("a", "b", "c")
+    amount = [s for s in samples if s["column"] == "amount"]
+    assert [s["keys"]["id"] for s in amount] == [4, 3, 2, 1]
+    assert amount[0]["shadow"] - amount[0]["live"] == pytest.approx(0.4)
+
+    doc = json.loads(bf.report(tmp_path / "r")["json"].read_text())
+    part = next(p for p in doc["partitions"] if p["partition"] == CAT)
+    assert set(part["column_changes"]["amount"]) >= {
+        "matched",
+        "changed",
+        "changed_share",
+        "mean_live",
+        "mean_shadow",
+        "mean_change",
+        "mean_change_pct",
+        "max_abs_diff",
+        "null_rate_live",
+        "null_rate_shadow",
+    }
+    assert part["samples"][0] == {"keys": {"id": 1}, "column": "cat", "live": samples[0]["live"], "shadow": "z"}
+
+
+def test_unexpected_changes_policy_and_sample_limit(make: MakeBackfill) -> None:
+    bf = make(
+        transform={"function": "sb_test_transforms:amount_moves"},
+        validation={**CONTRACT, "unexpected_changes": "warn", "sample_rows": 3},
+    )
+    verdicts = _verdicts(bf, "2024-01-06", "2024-01-07")
+    assert verdicts[CAT].verdict == "warn" and verdicts[CAT].reasons[0].id == "unexpected_changes[cat]"
+    assert len(verdicts[CAT].metrics["samples"]) == 3 and len(verdicts["2024-01-06"].metrics["samples"]) == 3
+
+
+def test_float_noise_is_not_a_change(make: MakeBackfill) -> None:
+    contract = {"expected_changes": {"cat": {"changed_share": {"fail": 0.0}}}}
+    bf = make(transform={"function": "sb_test_transforms:float_noise"}, validation=contract)
+    verdicts = _verdicts(bf, START, "2024-01-02")
+    assert {v.verdict for v in verdicts.values()} == {"pass"}
+    v = verdicts[START]
+    assert _check(v, "unexpected_changes[amount]").observed == 0
+    assert v.metrics["column_changes"]["amount"]["changed"] == 0 and v.metrics["samples"] == []
+    assert v.metrics["keys"]["changed"] == 0
+
+    exact = make(
+        transform={"function": "sb_test_transforms:float_noise"},
+        validation={**contract, "tolerance": {"abs": 0, "rel": 0}},
+    )
+    verdicts = _verdicts(exact, START, "2024-01-02")
+    assert {v.verdict for v in verdicts.values()} == {"fail"}
+    assert verdicts[START].reasons[0].id == "unexpected_changes[amount]"
+
+
+def test_distribution_tests_need_enough_rows(make: MakeBackfill) -> None:
+    bf = make(transform={"function": "sb_test_transforms:amount_moves"})
+    v = _verdicts(bf, BIG, BIG)[BIG]
+    skipped = {c.id: c.message for c in v.checks if c.status == "skipped"}
+    for metric in ("psi", "ks", "mean_shift", "std_change", "drift_pvalue"):
+        assert "not enough rows (5 < 100)" in skipped[f"{metric}[amount]"], skipped
+    assert "js_distance[cat]" in skipped
+    assert v.verdict == "pass"  # skipped checks never pass, warn or fail: nothing else differs
+
+
+def _seed_wide(bf: Backfill, start: str, end: str) -> None:
+    keys = bf.scheme.expand(start, end)
+    df = t.wide(bf.spark, [bf.scheme.value(k) for k in keys])
+    bf.table_format.create(bf.live_table, df.schema, ["ds"])
+    bf.table_format.overwrite_partitions(bf.live_table, df, keys)
+
+
+def test_modest_samples_are_judged_by_a_pvalue(make: MakeBackfill) -> None:
+    shift, nudge = t.SHIFT_DAY.isoformat(), t.NUDGE_DAY.isoformat()
+    bf = make(seed_live=False, transform={"function": "sb_test_transforms:wide_shifted"})
+    _seed_wide(bf, shift, nudge)
+    verdicts = _verdicts(bf, shift, nudge)
+    moved = _check(verdicts[shift], "drift_pvalue[amount]")
+    assert moved.status == "fail" and moved.observed < 1e-6 and "KS test p-value" in moved.message
+    psi = _check(verdicts[shift], "psi[amount]")
+    assert psi.status == "pass" and "reported only" in psi.message and psi.observed > 0.25
+    assert _check(verdicts[nudge], "drift_pvalue[amount]").status == "pass"
+    assert verdicts[nudge].verdict == "pass"
+
+    # from min_rows_for_distance on, the distances judge and the p-value is reported only
+    big = make(
+        seed_live=False,
+        live_table=bf.live_table,
+        state={"url": bf.config.state_url},
+        transform={"function": "sb_test_transforms:wide_shifted"},
+        validation={"min_rows_for_distance": 200},
+    )
+    v = {x.partition: x for x in big.validate(shift, nudge).verdicts}[shift]
+    assert _check(v, "psi[amount]").status == "fail"
+    assert "reported only" in _check(v, "drift_pvalue[amount]").message
+
+
+def test_contract_mistakes_are_refused(make: MakeBackfill) -> None:
+    bf = make(
+        transform={"function": "sb_test_transforms:amount_moves"},
+        validation={"expected_changes": {"amuont": {"mean_change": {"fail": 1}}}},
+    )
+    assert bf.run(START, "2024-01-01").ok
+    with pytest.raises(ConfigError, match=r"expected_changes: \['amuont'\] is not a column of both tables"):
+        bf.validate()
+    assert bf.verdicts() == []
+    with pytest.raises(ConfigError, match="expected_changes needs keys"):
+        make(seed_live=False, keys=[], validation=CONTRACT)
+    with pytest.raises(ConfigError, match="is the partition column or a key"):
+        make(seed_live=False, validation={"expected_changes": {"id": {}}})
