@@ -1,17 +1,23 @@
 """A self-contained HTML report: opens from disk, loads nothing from the network.
 
-Plots are inline SVG drawn here (no charting library, no CDN): the partition grid coloured by
-verdict, live vs shadow row counts over time, and per partition live-vs-shadow histograms,
-category bars and null-rate bars next to the checks that failed. A small inline script adds a
-"problems only" filter and marks the page as rendered (the headless-browser test looks for it).
+Plots are inline SVG drawn here (no charting library, no CDN): daily partitions as a calendar
+(other granularities as a grid) coloured by verdict, live vs shadow row counts over time, the
+per-partition mean of each failing or expected-change column (live against shadow), and per
+partition the column-change table, sample rows that differ, live-vs-shadow histograms, category
+bars and null-rate bars next to the checks that failed. Hover text is SVG `<title>`, so it needs
+no script. A small inline script adds a "problems only" filter, opens a partition's drill-down
+from the grid or calendar, and marks the page as rendered (the headless-browser test looks for it).
 """
 
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import hashlib
 import html
 import json
+import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +25,12 @@ from shadow_backfill.report.model import ReportData
 from shadow_backfill.state import VerdictRecord
 
 COLOURS = {"pass": "#2e9e5b", "warn": "#e0a400", "fail": "#d64545"}
+NO_VERDICT = "#e4e4e4"
+# Checks that measure how much a column changed: a column with one is meant to change, so its
+# means are plotted next to those of the columns that failed or warned.
+CHANGE_CHECKS = ("mean_change", "mean_change_pct", "sum_change_pct", "changed_share", "max_abs_diff", "mean_abs_diff")
+MAX_MEAN_CHARTS = 6
+_DAILY = re.compile(r"\d{4}-\d{2}-\d{2}")
 LIVE, SHADOW = "#5b7bd6", "#e07b39"
 
 CSS = """
@@ -30,7 +42,8 @@ h1{font-size:20px} h2{font-size:16px;margin-top:28px} .muted{color:#777}
 details{border:1px solid #ddd;border-radius:6px;margin:6px 0;padding:6px 10px}
 summary{cursor:pointer;font-weight:600}
 table{border-collapse:collapse;font-size:13px;margin:6px 0} td,th{border:1px solid #ddd;padding:3px 6px;text-align:left}
-.fail{color:#d64545} .warn{color:#b58400} .pass{color:#2e9e5b}
+.fail{color:#d64545} .warn{color:#b58400} .pass{color:#2e9e5b} .skipped{color:#888}
+caption{text-align:left;font-weight:600;padding:4px 0}
 .plots{display:flex;flex-wrap:wrap;gap:14px} .plot{font-size:12px}
 .legend i{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px}
 """
@@ -43,7 +56,7 @@ SCRIPT = """
       d.style.display = (box.checked && d.dataset.verdict === 'pass') ? 'none' : '';
     });
   });
-  document.querySelectorAll('.cell').forEach(function(c){
+  document.querySelectorAll('.cell, .day').forEach(function(c){
     c.addEventListener('click', function(){
       var d = document.getElementById('p-' + c.dataset.partition);
       if (d) { d.open = true; d.scrollIntoView(); }
@@ -136,8 +149,111 @@ def _row_count_chart(verdicts: Sequence[VerdictRecord], width: int = 900, height
     )
 
 
-def _partition_detail(v: VerdictRecord) -> str:
-    rows = v.metrics.get("rows", {})
+def _num(v: Any) -> float | None:
+    """A finite number, or None: metrics store None for "no value" and non-finite floats as
+    strings ("inf"), and neither can be placed on an axis."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v) if math.isfinite(v) else None
+
+
+def _fmt(v: Any, pct: bool = False, share: bool = False) -> str:
+    """A metric as short text (escaped): numbers to 4 significant digits, shares as percentages,
+    None as a dash, anything else (such as "inf") as it was stored."""
+    if v is None:
+        return "–"
+    n = _num(v)
+    if n is None:
+        return e(v)
+    if share:
+        return f"{n:.2%}"
+    return f"{n:.3g}%" if pct else e(f"{n:.4g}")
+
+
+def _checks_table(v: VerdictRecord) -> str:
+    """The checks that made the verdict, then the ones not judged (grey "skipped"), so a check
+    that was skipped never reads as passed."""
+    shown = [*v.reasons, *(c for c in v.checks if c.status == "skipped")]
+    if not shown:
+        return ""
+    body = "".join(
+        f'<tr><td class="{e(r.status)}">{e(r.status)}</td><td>{e(r.name)}</td>'
+        f"<td>{e(r.column or '')}</td><td>{e(r.message)}</td></tr>"
+        for r in shown
+    )
+    return f"<table><tr><th>status</th><th>check</th><th>column</th><th>observed vs threshold</th></tr>{body}</table>"
+
+
+def _change_table(v: VerdictRecord) -> str:
+    """How much each compared column changed in this partition, in the author's units."""
+    changes = v.metrics.get("column_changes") or {}
+    if not isinstance(changes, dict) or not changes:
+        return ""
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in (
+            "column",
+            "matched",
+            "changed",
+            "changed share",
+            "mean live",
+            "mean shadow",
+            "mean change",
+            "mean change %",
+            "max |diff|",
+            "null rate live → shadow",
+        )
+    )
+    rows = []
+    for col, m in changes.items():
+        m = m if isinstance(m, dict) else {}
+        cells = [
+            e(col),
+            _fmt(m.get("matched")),
+            _fmt(m.get("changed")),
+            _fmt(m.get("changed_share"), share=True),
+            _fmt(m.get("mean_live")),
+            _fmt(m.get("mean_shadow")),
+            _fmt(m.get("mean_change")),
+            _fmt(m.get("mean_change_pct"), pct=True),
+            _fmt(m.get("max_abs_diff")),
+            f"{_fmt(m.get('null_rate_live'), share=True)} → {_fmt(m.get('null_rate_shadow'), share=True)}",
+        ]
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    return f'<table class="changes"><caption>column changes</caption><tr>{head}</tr>{"".join(rows)}</table>'
+
+
+def _scalar(v: Any) -> str:
+    """A sample value as JSON shows it: null stays "null", not Python's "None"."""
+    return "null" if v is None else str(v)
+
+
+def _keys_text(keys: Any) -> str:
+    """A sample's key as `k=v, ...` (not escaped: the caller escapes)."""
+    if isinstance(keys, dict):
+        return ", ".join(f"{k}={val}" for k, val in keys.items())
+    return str(keys)
+
+
+def _samples_table(v: VerdictRecord) -> str:
+    """Rows whose value differs, most important first, as the validator ordered them."""
+    samples = v.metrics.get("samples") or []
+    if not isinstance(samples, list) or not samples:
+        return ""
+    body = "".join(
+        f"<tr><td>{e(_keys_text(s.get('keys')))}</td><td>{e(s.get('column'))}</td>"
+        f"<td>{e(_scalar(s.get('live')))}</td><td>{e(_scalar(s.get('shadow')))}</td></tr>"
+        for s in samples
+        if isinstance(s, dict)
+    )
+    return (
+        '<table class="samples"><caption>sample rows that differ</caption>'
+        f"<tr><th>keys</th><th>column</th><th>live</th><th>shadow</th></tr>{body}</table>"
+    )
+
+
+def _distribution_plots(v: VerdictRecord) -> list[str]:
+    """Null-rate bars, histograms on live deciles and category bars, live vs shadow."""
     cols: dict[str, Any] = v.metrics.get("columns", {})
     plots = []
     nulls = [
@@ -171,17 +287,13 @@ def _partition_detail(v: VerdictRecord) -> str:
                     [cats["shadow"].get(x, 0) for x in labels],
                 )
             )
-    reasons = v.reasons
-    table = ""
-    if reasons:
-        body = "".join(
-            f'<tr><td class="{e(r.status)}">{e(r.status)}</td><td>{e(r.name)}</td>'
-            f"<td>{e(r.column or '')}</td><td>{e(r.message)}</td></tr>"
-            for r in reasons
-        )
-        table = (
-            f"<table><tr><th>status</th><th>check</th><th>column</th><th>observed vs threshold</th></tr>{body}</table>"
-        )
+    return plots
+
+
+def _partition_detail(v: VerdictRecord) -> str:
+    """One partition's drill-down: why it got its verdict, what changed, and example rows."""
+    rows = v.metrics.get("rows", {})
+    skipped = sum(1 for c in v.checks if c.status == "skipped")
     keys = v.metrics.get("keys", {})
     key_line = ""
     if "added" in keys:
@@ -194,10 +306,123 @@ def _partition_detail(v: VerdictRecord) -> str:
         f'<details class="partition" id="p-{e(v.partition)}" data-verdict="{e(v.verdict)}"'
         f"{' open' if v.verdict == 'fail' else ''}>"
         f'<summary><span class="{e(v.verdict)}">■</span> {e(v.partition)} — {e(v.verdict)} '
-        f'<span class="muted">rows {e(rows.get("live"))} → {e(rows.get("shadow"))}, {len(reasons)} reason(s)</span>'
-        f'</summary>{table}{key_line}<div class="plots">{"".join(plots)}</div>'
+        f'<span class="muted">rows {e(rows.get("live"))} → {e(rows.get("shadow"))}, {len(v.reasons)} reason(s)'
+        f"{f', {skipped} skipped' if skipped else ''}</span>"
+        f"</summary>{_checks_table(v)}{key_line}{_change_table(v)}{_samples_table(v)}"
+        f'<div class="plots">{"".join(_distribution_plots(v))}</div>'
         f'<p class="muted">shadow version {e(v.shadow_version)}, written by commit {e(v.partition_version)}, '
         f"live version {e(v.live_version)}</p></details>"
+    )
+
+
+def _daily_dates(verdicts: Sequence[VerdictRecord]) -> dict[dt.date, str] | None:
+    """The verdict of each day, when every partition is a day (YYYY-MM-DD); else None."""
+    out: dict[dt.date, str] = {}
+    for v in verdicts:
+        if not _DAILY.fullmatch(v.partition):
+            return None
+        try:
+            out[dt.date.fromisoformat(v.partition)] = v.verdict
+        except ValueError:
+            return None
+    return out or None
+
+
+def _calendar(days: dict[dt.date, str], cell: int = 13) -> str:
+    """Daily partitions as a calendar: one column per week, Monday..Sunday down, a month label
+    above the week a month starts in; each day's <title> is its hover, and it links to the
+    partition's drill-down. Days in the range without a verdict are light grey."""
+    first, last = min(days), max(days)
+    monday = first - dt.timedelta(days=first.weekday())
+    left, top = 30, 16
+    weeks = (last - monday).days // 7 + 1
+    parts = [
+        f'<svg class="calendar" width="{left + weeks * cell + 4}" height="{top + 7 * cell + 4}" role="img" '
+        f'aria-label="partitions by day, {first.isoformat()} to {last.isoformat()}">'
+    ]
+    for i, name in enumerate(("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")):
+        parts.append(f'<text x="0" y="{top + i * cell + 10}" font-size="9">{name}</text>')
+    labels: list[tuple[int, str]] = [(0, first.strftime("%b"))]
+    day = first
+    while day <= last:
+        if day.day == 1 and day != first:
+            col = (day - monday).days // 7
+            if labels and col - labels[-1][0] < 2 and labels[-1][0] == 0:
+                labels.pop()  # the first, partial month is too short to hold its label
+            labels.append((col, day.strftime("%b")))
+        x, y = left + (day - monday).days // 7 * cell, top + day.weekday() * cell
+        iso, verdict = day.isoformat(), days.get(day)
+        rect = f'<rect x="{x}" y="{y}" width="{cell - 2}" height="{cell - 2}" rx="2" '
+        if verdict is None:
+            parts.append(f'{rect}fill="{NO_VERDICT}"><title>{iso}: no verdict</title></rect>')
+        else:
+            parts.append(
+                f'<a href="#p-{iso}" class="day" data-partition="{iso}">{rect}'
+                f'fill="{COLOURS.get(verdict, "#999")}"><title>{iso}: {e(verdict)}</title></rect></a>'
+            )
+        day += dt.timedelta(days=1)
+    parts += [f'<text x="{left + c * cell}" y="11" font-size="10">{m}</text>' for c, m in labels]
+    return "".join(parts) + "</svg>"
+
+
+def _means(v: VerdictRecord, col: str) -> tuple[float | None, float | None]:
+    """A column's live and shadow mean in one partition, where both are finite numbers."""
+    changes = v.metrics.get("column_changes")
+    m = changes.get(col) if isinstance(changes, dict) else None
+    if not isinstance(m, dict):
+        return None, None
+    return _num(m.get("mean_live")), _num(m.get("mean_shadow"))
+
+
+def _plot_columns(verdicts: Sequence[VerdictRecord]) -> list[str]:
+    """Columns whose means are worth a chart: those that failed or warned anywhere, then those
+    with a change check (the expected-change columns); at most MAX_MEAN_CHARTS with a mean."""
+    failing = [c.column for v in verdicts for c in v.reasons if c.column]
+    changing = [c.column for v in verdicts for c in v.checks if c.column and c.name in CHANGE_CHECKS]
+    with_means = [
+        col
+        for col in dict.fromkeys([*failing, *changing])
+        if any(x is not None for v in verdicts for x in _means(v, col))
+    ]
+    return with_means[:MAX_MEAN_CHARTS]
+
+
+def _mean_chart(col: str, verdicts: Sequence[VerdictRecord], width: int = 900, height: int = 150) -> str:
+    """A column's per-partition mean, live against shadow, over time; a partition without a
+    numeric mean (None, a string, "inf") is a gap in the line, not a zero."""
+    pts = [(i, v.partition, *_means(v, col)) for i, v in enumerate(verdicts)]
+    values = [x for p in pts for x in (p[2], p[3]) if x is not None]
+    if not values:
+        return ""
+    lo, hi = min(values), max(values)
+    span = (hi - lo) or (abs(hi) or 1.0)
+    step = (width - 70) / max(len(pts) - 1, 1)
+
+    def xy(i: int, val: float) -> str:
+        return f"{60 + i * step:.1f},{height - 8 - (val - lo) / span * (height - 24):.1f}"
+
+    lines = []
+    for idx, colour, side in ((0, LIVE, "live"), (1, SHADOW, "shadow")):
+        have = [(i, part, val) for i, part, *means in pts if (val := means[idx]) is not None]
+        runs: list[list[str]] = []  # a partition without a mean breaks the line
+        for n, (i, _, val) in enumerate(have):
+            if n == 0 or i != have[n - 1][0] + 1:
+                runs.append([])
+            runs[-1].append(xy(i, val))
+        lines += [f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" points="{" ".join(r)}"/>' for r in runs]
+        for i, part, val in have:
+            cx, cy = xy(i, val).split(",")
+            lines.append(
+                f'<circle cx="{cx}" cy="{cy}" r="2.5" fill="{colour}">'
+                f"<title>{e(part)} {side} mean: {e(f'{val:.6g}')}</title></circle>"
+            )
+    return (
+        f'<div class="plot mean-chart"><div>{e(col)}: mean per partition</div>'
+        f'<svg width="{width}" height="{height + 18}" role="img" aria-label="{e(col)} mean, live vs shadow">'
+        f'<text x="0" y="14" font-size="10">{e(f"{hi:.4g}")}</text>'
+        f'<text x="0" y="{height - 8}" font-size="10">{e(f"{lo:.4g}")}</text>{"".join(lines)}'
+        f'<text x="60" y="{height + 14}" font-size="10">{e(pts[0][1])}</text>'
+        f'<text x="{width - 90}" y="{height + 14}" font-size="10">{e(pts[-1][1])}</text></svg></div>'
     )
 
 
@@ -216,13 +441,31 @@ def _null_bars(nulls: Sequence[tuple[str, float, float]], width: int = 320) -> s
     return f'<div class="plot"><div>null rates</div>{"".join(parts)}</div>'
 
 
-def render_html(data: ReportData) -> str:
-    s = data.summary
+def _verdict_overview(verdicts: Sequence[VerdictRecord]) -> str:
+    """Daily partitions as a calendar; any other granularity as a grid of squares."""
+    days = _daily_dates(verdicts)
+    if days is not None:
+        return _calendar(days)
     grid = "".join(
         f'<span class="cell" title="{e(v.partition)}: {e(v.verdict)}" data-partition="{e(v.partition)}" '
         f'style="background:{COLOURS.get(v.verdict, "#999")}"></span>'
-        for v in data.verdicts
+        for v in verdicts
     )
+    return f'<div class="grid">{grid}</div>'
+
+
+def _mean_charts(verdicts: Sequence[VerdictRecord], legend: str) -> str:
+    """One mean-over-time chart per failing or expected-change column, or nothing."""
+    ordered = sorted(verdicts, key=lambda v: v.partition)
+    charts = "".join(_mean_chart(c, ordered) for c in _plot_columns(ordered))
+    return f"<h2>Column means: live vs shadow {legend}</h2>{charts}" if charts else ""
+
+
+def render_html(data: ReportData) -> str:
+    """The whole report as one self-contained page (inline CSS, SVG and one hashed script)."""
+    s = data.summary
+    skipped = sum(1 for v in data.verdicts for c in v.checks if c.status == "skipped")
+    skipped_note = f" · {skipped} checks skipped (not enough rows)" if skipped else ""
     summary = "".join(
         f'<span style="background:{COLOURS[k]}">{e(s.get(k, 0))} {k}</span>' for k in ("pass", "warn", "fail")
     )
@@ -231,6 +474,7 @@ def render_html(data: ReportData) -> str:
     legend = (
         f'<span class="legend"><i style="background:{LIVE}"></i>live<i style="background:{SHADOW}"></i>shadow</span>'
     )
+    overview = _verdict_overview(data.verdicts)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{e(data.title)}</title>
 <meta http-equiv="Content-Security-Policy" content="{CSP}">
@@ -238,10 +482,11 @@ def render_html(data: ReportData) -> str:
 <body>
 <h1>{e(data.title)}</h1>
 <p class="muted">{e(data.table_format)} · generated {e(data.generated_at)} · report {e(data.report_id)}
- · <span id="render-status">not rendered</span></p>
+ · <span id="render-status">not rendered</span>{skipped_note}</p>
 <div class="summary">{summary}</div>
-<h2>Partitions by verdict</h2><div class="grid">{grid}</div>
+<h2>Partitions by verdict</h2>{overview}
 <h2>Row counts: live vs shadow {legend}</h2>{_row_count_chart(data.verdicts)}
+{_mean_charts(data.verdicts, legend)}
 <h2>Partitions <label class="muted"><input type="checkbox" id="only-problems"> problems only</label> {legend}</h2>
 {details}
 <script type="application/json" id="report-data">{payload}</script>

@@ -3,15 +3,20 @@
 Everything in it that comes from data (partition values, check names, messages, table names) is
 escaped: GitHub and GitLab render inline HTML and Markdown, so a category value such as
 `<img src=x onerror=...>` or a stray `|` must show up as text, not as markup or a broken table.
+Below the per-partition table come the per-column changes of the partitions that did not pass
+and a few sample rows of the failing ones: what a reviewer needs to judge the change in place.
 """
 
 from __future__ import annotations
 
 import html
+import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from shadow_backfill.report.model import ReportData
+from shadow_backfill.state import VerdictRecord
 
 ICON = {"pass": "✅", "warn": "⚠️", "fail": "❌"}
 
@@ -32,7 +37,83 @@ def _code(value: str) -> str:
     return f"`{value}`" if re.fullmatch(r"[\w.-]+", value) else md(value)
 
 
+def _fmt(v: Any, pct: bool = False) -> str:
+    """A metric as short escaped text: numbers to 4 significant digits, None as a dash, anything
+    else (such as a stored "inf") as it was stored."""
+    if v is None:
+        return "–"
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+        return f"{v:.3g}%" if pct else f"{v:.4g}"
+    return md(v)
+
+
+def _column_changes(bad: Sequence[VerdictRecord], max_rows: int) -> list[str]:
+    """One row per (partition, column) that changed or gave a reason, for partitions that did
+    not pass; empty when the validator recorded no column changes."""
+    rows = []
+    for v in bad:
+        changes = v.metrics.get("column_changes")
+        if not isinstance(changes, dict):
+            continue
+        flagged = {r.column for r in v.reasons if r.column}
+        for col, m in changes.items():
+            m = m if isinstance(m, dict) else {}
+            changed = m.get("changed")
+            if col not in flagged and not (isinstance(changed, (int, float)) and changed > 0):
+                continue
+            rows.append(
+                f"| {md(v.partition)} | {md(col)} | {_fmt(changed)} / {_fmt(m.get('matched'))} "
+                f"| {_fmt(m.get('mean_live'))} | {_fmt(m.get('mean_shadow'))} "
+                f"| {_fmt(m.get('mean_change_pct'), pct=True)} |"
+            )
+    if not rows:
+        return []
+    more = [f"\n…and {len(rows) - max_rows} more changed columns."] if len(rows) > max_rows else []
+    return [
+        "",
+        "#### Column changes",
+        "",
+        "| partition | column | changed / matched | mean live | mean shadow | mean change % |",
+        "|---|---|---|---|---|---|",
+        *rows[:max_rows],
+        *more,
+    ]
+
+
+def _scalar(v: Any) -> str:
+    """A sample value as JSON shows it: null stays "null", not Python's "None"."""
+    return "null" if v is None else str(v)
+
+
+def _worst_samples(bad: Sequence[VerdictRecord], partitions: int = 10, per_partition: int = 3) -> list[str]:
+    """The first samples (the validator orders them most important first) of the first failing
+    partitions: a few concrete rows say more than a mean."""
+    rows = []
+    for v in [v for v in bad if v.verdict == "fail"][:partitions]:
+        samples = v.metrics.get("samples")
+        for s in (samples if isinstance(samples, list) else [])[:per_partition]:
+            if not isinstance(s, dict):
+                continue
+            keys = s.get("keys")
+            key_text = ", ".join(f"{k}={x}" for k, x in keys.items()) if isinstance(keys, dict) else str(keys)
+            rows.append(
+                f"| {md(v.partition)} | {md(key_text)} | {md(s.get('column'))} "
+                f"| {md(_scalar(s.get('live')))} | {md(_scalar(s.get('shadow')))} |"
+            )
+    if not rows:
+        return []
+    return [
+        "",
+        "#### Worst samples",
+        "",
+        "| partition | keys | column | live | shadow |",
+        "|---|---|---|---|---|",
+        *rows,
+    ]
+
+
 def render_markdown(data: ReportData, max_rows: int = 50) -> str:
+    """The summary line, then the partitions that did not pass, their column changes and samples."""
     s = data.summary
     lines = [
         f"### {md(data.title)}",
@@ -41,6 +122,9 @@ def render_markdown(data: ReportData, max_rows: int = 50) -> str:
         f"({md(data.table_format)}; report {_code(data.report_id)})",
         "",
     ]
+    skipped = sum(1 for v in data.verdicts for c in v.checks if c.status == "skipped")
+    if skipped:
+        lines += [f"{skipped} checks skipped (not enough rows to judge).", ""]
     bad = [v for v in data.verdicts if v.verdict != "pass"]
     if not bad:
         lines.append("Every partition passed.")
@@ -56,4 +140,6 @@ def render_markdown(data: ReportData, max_rows: int = 50) -> str:
         )
     if len(bad) > max_rows:
         lines.append(f"\n…and {len(bad) - max_rows} more partitions that did not pass.")
+    lines += _column_changes(bad, max_rows)
+    lines += _worst_samples(bad)
     return "\n".join(lines) + "\n"
