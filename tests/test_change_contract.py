@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 import sb_test_transforms as t
 from conftest import END, START, MakeBackfill
+from typer.testing import CliRunner
 
 from shadow_backfill import Backfill, ConfigError
+from shadow_backfill.cli import app
 from shadow_backfill.validate.verdict import PartitionVerdict
 
 BIG, WARN, CAT = (d.isoformat() for d in (t.BIG_DAY, t.WARN_DAY, t.CAT_DAY))
@@ -124,6 +126,11 @@ def test_distribution_tests_need_enough_rows(make: MakeBackfill) -> None:
         assert "not enough rows (5 < 100)" in skipped[f"{metric}[amount]"], skipped
     assert "js_distance[cat]" in skipped
     assert v.verdict == "pass"  # skipped checks never pass, warn or fail: nothing else differs
+    # the CLI says that a pass on small partitions judged no distribution, and what to do
+    result = CliRunner().invoke(app, ["validate", str(bf.config_path), "--start", BIG, "--end", BIG])  # type: ignore[attr-defined]
+    assert result.exit_code == 0, result.output
+    assert "distribution checks in 1 partition(s) were not judged (too few rows)" in result.output
+    assert "validation.expected_changes" in result.output
 
 
 def _seed_wide(bf: Backfill, start: str, end: str) -> None:

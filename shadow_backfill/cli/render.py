@@ -79,6 +79,19 @@ def print_verdicts(result: Any) -> None:
     out.print(table)
     c = result.counts
     out.print(f"{c['pass']} pass, {c['warn']} warn, {c['fail']} fail in {result.seconds:.1f} s")
+    out.print(skipped_note(result.verdicts), end="")
+
+
+def skipped_note(verdicts: list[Any]) -> str:
+    """Small partitions pass without any distribution test: say so, and what to do about it."""
+    parts = [v for v in verdicts if any(c.status == "skipped" for c in v.checks)]
+    if not parts:
+        return ""
+    n = sum(1 for v in parts for c in v.checks if c.status == "skipped")
+    return (
+        f"note: {n} distribution checks in {len(parts)} partition(s) were not judged (too few rows); "
+        "bound the intended change with validation.expected_changes (see the README)\n"
+    )
 
 
 def print_plan(plan: Any, *, dry_run: bool) -> None:
