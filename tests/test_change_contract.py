@@ -178,3 +178,18 @@ def test_contract_mistakes_are_refused(make: MakeBackfill) -> None:
         make(seed_live=False, keys=[], validation=CONTRACT)
     with pytest.raises(ConfigError, match="is the partition column or a key"):
         make(seed_live=False, validation={"expected_changes": {"id": {}}})
+
+
+def test_change_bounds_without_a_contract(make: MakeBackfill) -> None:
+    """Without expected_changes the change metrics can still be bounded per column or table-wide;
+    every column stays judged by its drift checks."""
+    bf = make(
+        transform={"function": "sb_test_transforms:amount_moves"},
+        validation={"columns": {"amount": {"mean_change_pct": {"fail": 10}}}, "max_abs_diff": {"warn": 0.35}},
+    )
+    verdicts = _verdicts(bf, "2024-01-02", BIG)
+    assert [c.id for c in verdicts[BIG].reasons if c.status == "fail"] == ["mean_change_pct[amount]"]
+    assert _check(verdicts["2024-01-02"], "mean_change_pct[amount]").status == "pass"
+    assert _check(verdicts["2024-01-02"], "max_abs_diff[amount]").status == "warn"  # 0.4 > 0.35
+    assert not any(c.name == "unexpected_changes" for c in verdicts[BIG].checks)
+    assert _check(verdicts[BIG], "null_rate_change[cat]").status == "pass"
