@@ -1,5 +1,6 @@
-"""Developer sessions. They run in the current environment (`pip install -e '.[dev]'` first):
-the test suite needs a JVM and jars that a fresh nox virtualenv would only download again."""
+"""Developer sessions. `tests-spark35`, `lint` and `typecheck` run in the current environment
+(`pip install -e '.[spark35,delta,sail,dev]'` first); `tests-spark4` keeps its own virtualenv
+with PySpark 4.1. The jars come from Spark's Ivy cache (`~/.ivy2`), shared by both."""
 
 from __future__ import annotations
 
@@ -7,19 +8,52 @@ import os
 
 import nox
 
-nox.options.sessions = ["tests", "lint", "typecheck"]
+nox.options.sessions = ["tests-spark35", "tests-spark4", "lint", "typecheck"]
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
-@nox.session(python=False)
-def tests(session: nox.Session) -> None:
+GROUPS = ("not sail and not cluster", "sail", "cluster")
+
+
+def _groups(session: nox.Session, python: str) -> None:
     """One pytest process per group, because one Python process holds one kind of Spark session
     (local, Spark Connect, local-cluster): the classic-Spark group (every `backend` test on
-    Iceberg, plus the classic-only tests), then the Sail group (every `backend` test on Delta over
-    Spark Connect, plus the Sail-only tests), then the multi-executor test."""
-    session.run("python", "-m", "pytest", "-m", "not sail and not cluster", *session.posargs)
-    session.run("python", "-m", "pytest", "-m", "sail", *session.posargs)
-    session.run("python", "-m", "pytest", "-m", "cluster", *session.posargs)
+    Iceberg and on Delta with delta-spark, plus the classic-only tests), then the Sail group
+    (every `backend` test on Delta over Spark Connect), then the multi-executor test."""
+    for group in GROUPS:
+        session.run(python, "-m", "pytest", "-m", group, *session.posargs, external=True)
+
+
+@nox.session(python=False, name="tests-spark35")
+def tests_spark35(session: nox.Session) -> None:
+    """The suite on PySpark 3.5, in the current environment (`pip install -e '.[spark35,...]'`)."""
+    import pyspark
+
+    if not pyspark.__version__.startswith("3.5."):
+        session.error(f"tests-spark35 needs PySpark 3.5 in this environment, found {pyspark.__version__}")
+    _groups(session, "python")
+
+
+@nox.session(python=False, name="tests-spark4")
+def tests_spark4(session: nox.Session) -> None:
+    """The suite on PySpark 4.1, in its own virtualenv `.venv-spark4` (made with the stock pip
+    of `python3 -m venv`, created once and then reused)."""
+    venv = ".venv-spark4"
+    python = f"{venv}/bin/python"
+    if not os.path.exists(python):
+        session.run("python3", "-m", "venv", venv, external=True)
+    session.run(
+        python,
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "-e",
+        ".[spark4,delta,sail,dev]",
+        "pyspark[connect]>=4.1,<4.2",
+        external=True,
+    )
+    _groups(session, python)
 
 
 @nox.session(python=False)

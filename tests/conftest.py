@@ -60,18 +60,19 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("warehouse")
 
 
-def base_config(fmt: str, warehouse: Path, **overrides: Any) -> dict[str, Any]:
+def base_config(kind: str, warehouse: Path, **overrides: Any) -> dict[str, Any]:
+    """A config for a backend kind: its format, plus `-sail` for Spark Connect on Sail."""
     ns = "t" + uuid.uuid4().hex[:10]
-    if fmt == "iceberg":
-        live = f"local.{ns}.events"
-        spark: dict[str, Any] = {
+    fmt, _, engine = kind.partition("-")
+    if engine == "sail":
+        spark: dict[str, Any] = {"remote": "sail", "warehouse": str(warehouse)}
+    else:
+        spark = {
             "master": "local[2]",
             "warehouse": str(warehouse),
             "conf": {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
         }
-    else:
-        live = str(warehouse / ns / "events")
-        spark = {"remote": "sail", "warehouse": str(warehouse)}
+    live = f"local.{ns}.events" if fmt == "iceberg" else str(warehouse / ns / "events")
     cfg: dict[str, Any] = {
         "live_table": live,
         "version": "v2",
@@ -95,9 +96,9 @@ def base_config(fmt: str, warehouse: Path, **overrides: Any) -> dict[str, Any]:
 MakeBackfill = Callable[..., Backfill]
 
 
-def _factory(fmt: str, tmp_path: Path, warehouse: Path, spark: Any) -> MakeBackfill:
+def _factory(kind: str, tmp_path: Path, warehouse: Path, spark: Any) -> MakeBackfill:
     def make(seed_live: bool = True, **overrides: Any) -> Backfill:
-        data = base_config(fmt, warehouse, **overrides)
+        data = base_config(kind, warehouse, **overrides)
         data.setdefault("state", {"url": f"sqlite:///{tmp_path / ('state-' + uuid.uuid4().hex[:6] + '.db')}"})
         path = tmp_path / f"config-{uuid.uuid4().hex[:6]}.yaml"
         path.write_text(yaml.safe_dump(data))
@@ -144,10 +145,22 @@ def spark(warehouse: Path) -> Iterator[Any]:
     if active is not None and "connect" in type(active).__module__:
         pytest.fail('classic Spark tests must run in their own process: pytest -m "not sail and not cluster"')
     from shadow_backfill.config import parse_config
+    from shadow_backfill.formats import format_class
     from shadow_backfill.session import open_session
 
-    cfg = parse_config(base_config("iceberg", warehouse), base_dir=warehouse)
-    session = open_session(cfg)
+    # One classic session serves both classic backends (Iceberg and Delta): the Iceberg config's
+    # session with delta-spark's jars, extension and catalog added.
+    data = base_config("iceberg", warehouse)
+    iceberg = format_class("iceberg").session_conf(parse_config(data, base_dir=warehouse))
+    delta = format_class("delta").session_conf(parse_config(base_config("delta", warehouse), base_dir=warehouse))
+    data["spark"]["conf"].update(
+        {
+            **delta,
+            "spark.jars.packages": f"{iceberg['spark.jars.packages']},{delta['spark.jars.packages']}",
+            "spark.sql.extensions": f"{iceberg['spark.sql.extensions']},{delta['spark.sql.extensions']}",
+        }
+    )
+    session = open_session(parse_config(data, base_dir=warehouse))
     yield session
     session.stop()
 
@@ -170,7 +183,7 @@ def sail_spark(warehouse: Path) -> Iterator[Any]:
     from shadow_backfill.config import parse_config
     from shadow_backfill.session import open_session
 
-    cfg = parse_config(base_config("delta", warehouse), base_dir=warehouse)
+    cfg = parse_config(base_config("delta-sail", warehouse), base_dir=warehouse)
     session = open_session(cfg)
     yield session
     session.stop()
@@ -180,7 +193,7 @@ def sail_spark(warehouse: Path) -> Iterator[Any]:
 class Backend:
     """What the tests need to know about one table backend, and nothing the product knows."""
 
-    name: str  # the test id: "iceberg", "delta-sail"
+    name: str  # the test id and config kind: "iceberg", "delta", "delta-sail"
     format: str  # config `format`
     session_fixture: str  # the fixture holding this backend's Spark session
     missing_table: str  # a live table name that does not exist
@@ -260,7 +273,9 @@ class IcebergClassic(Backend):
                 bf.spark.catalog.refreshTable(table)
 
 
-class DeltaSail(Backend):
+class DeltaPaths(Backend):
+    """Delta tables by path, on classic Spark (delta-spark) or over Spark Connect (Sail)."""
+
     def alias(self, bf: Backfill) -> str:
         """The same folder by another path (`..` through its parent)."""
         live = Path(bf.live_table)
@@ -287,9 +302,11 @@ ICEBERG = IcebergClassic(
     "local.nonexistent.table",
     "Py4JJavaError",
 )
-DELTA_SAIL = DeltaSail("delta-sail", "delta", "sail_spark", "/nonexistent/table", "QueryExecutionException")
+DELTA = DeltaPaths("delta", "delta", "spark", "/nonexistent/table", "Py4JJavaError")
+DELTA_SAIL = DeltaPaths("delta-sail", "delta", "sail_spark", "/nonexistent/table", "QueryExecutionException")
 BACKENDS = [
     pytest.param(ICEBERG, id=ICEBERG.name, marks=pytest.mark.classic),
+    pytest.param(DELTA, id=DELTA.name, marks=pytest.mark.classic),
     pytest.param(DELTA_SAIL, id=DELTA_SAIL.name, marks=pytest.mark.sail),
 ]
 
@@ -305,7 +322,7 @@ def backend(request: pytest.FixtureRequest) -> Backend:
 @pytest.fixture
 def make(backend: Backend, request: pytest.FixtureRequest, tmp_path: Path, warehouse: Path) -> MakeBackfill:
     """The MakeBackfill factory on the current backend."""
-    return _factory(backend.format, tmp_path, warehouse, request.getfixturevalue(backend.session_fixture))
+    return _factory(backend.name, tmp_path, warehouse, request.getfixturevalue(backend.session_fixture))
 
 
 def _pg_bin() -> Path | None:

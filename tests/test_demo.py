@@ -14,7 +14,8 @@ from shadow_backfill.cli import app
 
 def test_demo_recomputes_validates_and_reports(backend: Backend, tmp_path: Path) -> None:
     demo = tmp_path / "demo"
-    result = CliRunner().invoke(app, ["demo", str(demo), "--format", backend.format, "--days", "12"])
+    remote = ["--remote", "sail"] if backend.name.endswith("-sail") else []
+    result = CliRunner().invoke(app, ["demo", str(demo), "--format", backend.format, "--days", "12", *remote])
     assert result.exit_code == 0, result.output
     assert "12 written, 0 skipped, 0 failed" in result.output
     cfg = demo / "backfill.yaml"
@@ -36,3 +37,12 @@ def test_demo_recomputes_validates_and_reports(backend: Backend, tmp_path: Path)
     reasons = {f"{c['name']}[{c['column']}]" for c in parts["2024-01-10"]["reasons"]}
     assert "unexpected_changes[score]" in reasons, reasons
     assert any(s["column"] == "score" and s["shadow"] is None for s in parts["2024-01-10"]["samples"])
+    if backend.name == "delta":  # classic Spark: the commits are delta-spark's own
+        log = demo / "warehouse" / "delta" / "features_v2" / "_delta_log"
+        infos = [
+            json.loads(line)["commitInfo"]["engineInfo"]
+            for f in sorted(log.glob("*.json"))
+            for line in f.read_text().splitlines()
+            if '"commitInfo"' in line
+        ]
+        assert infos and all("Apache-Spark/" in i and "Delta-Lake/" in i for i in infos), infos

@@ -36,6 +36,7 @@ from conftest import END, QUIET, START, Backend, MakeBackfill
 pytestmark = pytest.mark.slow
 
 TRIALS = {  # why fewer on Iceberg: see the module docstring
+    "delta": {"recompute": 5, "promote": 8},
     "delta-sail": {"recompute": 20, "promote": 20},
     "iceberg": {"recompute": 5, "promote": 8},
 }

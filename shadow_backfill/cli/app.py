@@ -208,13 +208,16 @@ def demo(
     ),
     days: int = typer.Option(60, min=2, max=366, help="Daily partitions in the demo's live table."),
     run_recompute: bool = typer.Option(True, "--run/--no-run", help="Also recompute the range into the shadow."),
+    remote: str | None = typer.Option(
+        None, "--remote", help="Run over Spark Connect: sc://host:port, or 'sail' for an embedded Sail server."
+    ),
 ) -> None:
     """Write a self-contained example (live table, v2 transform, config, suite) and recompute it."""
     from shadow_backfill.demo import demo_range, seed_live_table, write_demo
 
     if format not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not {format!r}")
-    cfg = write_demo(directory, format, days)
+    cfg = write_demo(directory, format, days, remote=remote)
     bf = seed_live_table(cfg, days)
     start, end = demo_range(days)
     out.print(f"live table {bf.live_table}: {days} daily partitions {start}..{end} (v1 logic)")

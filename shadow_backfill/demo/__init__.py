@@ -26,7 +26,7 @@ def demo_range(days: int) -> tuple[str, str]:
     return DEMO_START.isoformat(), (DEMO_START + dt.timedelta(days=days - 1)).isoformat()
 
 
-def demo_config(fmt: str, days: int) -> dict[str, object]:
+def demo_config(fmt: str, days: int, remote: str | None = None) -> dict[str, object]:
     start, end = demo_range(days)
     fmt_spec = spec(fmt)
     live = fmt_spec.demo_live_table
@@ -35,6 +35,8 @@ def demo_config(fmt: str, days: int) -> dict[str, object]:
         "conf": {"spark.sql.shuffle.partitions": "4"},
         **fmt_spec.demo_spark,
     }
+    if remote:
+        spark["remote"] = remote
     return {
         "live_table": live,
         "version": "v2",
@@ -80,11 +82,11 @@ def expectation_suite() -> dict[str, object]:
     }
 
 
-def write_demo(directory: Path, fmt: str = "iceberg", days: int = 60) -> Path:
+def write_demo(directory: Path, fmt: str = "iceberg", days: int = 60, remote: str | None = None) -> Path:
     """Write the demo files; returns the config path. Refuses to overwrite another project's files."""
     directory.mkdir(parents=True, exist_ok=True)
     cfg_path = directory / "backfill.yaml"
-    data = demo_config(fmt, days)
+    data = demo_config(fmt, days, remote)
     start_end = data.pop("_demo_range")
     text = (
         "# shadow-backfill demo config (written by `shadow-backfill demo`)\n"

@@ -55,7 +55,7 @@ FORMATS: dict[str, FormatSpec] = {
             title="Iceberg",
             module="shadow_backfill.formats.iceberg",
             class_name="IcebergFormat",
-            summary="Iceberg tables in a Spark catalog (embedded local Spark, offline)",
+            summary="Iceberg tables in a Spark catalog (embedded local Spark)",
             identifier_only=True,
             demo_live_table="local.demo.features",
         ),
@@ -64,10 +64,9 @@ FORMATS: dict[str, FormatSpec] = {
             title="Delta",
             module="shadow_backfill.formats.delta",
             class_name="DeltaFormat",
-            summary="Delta tables by path (the demo runs them over Spark Connect on Sail)",
+            summary="Delta tables by path (classic Spark with delta-spark, or Spark Connect with --remote)",
             identifier_only=False,
             demo_live_table="warehouse/delta/features",
-            demo_spark={"remote": "sail"},
         ),
     )
 }

@@ -13,7 +13,6 @@ import datetime as dt
 import json
 import shutil
 from collections.abc import Mapping, Sequence
-from importlib import metadata
 from typing import Any
 
 import pyarrow as pa
@@ -22,7 +21,6 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from shadow_backfill.config import BackfillConfig
-from shadow_backfill.errors import SessionError
 from shadow_backfill.formats.base import (
     COMMIT_ID_PROPERTY,
     Bound,
@@ -33,6 +31,7 @@ from shadow_backfill.formats.base import (
     normalize_location,
     user_jars,
 )
+from shadow_backfill.formats.runtimes import spark_line
 
 DELTA_EXTENSIONS = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -66,22 +65,13 @@ class DeltaFormat(TableFormat):
 
     @classmethod
     def session_conf(cls, config: BackfillConfig) -> dict[str, str]:
-        """Jars: a user folder if given, else delta-spark's own Maven coordinates (as
-        `configure_spark_with_delta_pip` sets them), which need Maven to be reachable."""
+        """Jars: a user folder if given, else delta-spark for this Spark line (see `runtimes.py`),
+        fetched by Spark from Maven Central at first start."""
         conf = dict(DELTA_EXTENSIONS)
         if (jars := user_jars(config)) is not None:
             conf["spark.jars"] = jars
-            return conf
-        try:
-            version = metadata.version("delta-spark")
-        except metadata.PackageNotFoundError:
-            raise SessionError(
-                "Delta on classic Spark needs delta-spark (pip install 'shadow-backfill[delta]') "
-                "or a folder of Delta jars in spark.jars_dir; or set spark.remote to a Spark Connect "
-                "server that reads Delta (e.g. 'sail')"
-            ) from None
-        scala = "2.13" if version.split(".")[0] >= "4" else "2.12"
-        conf["spark.jars.packages"] = f"io.delta:delta-spark_{scala}:{version}"
+        else:
+            conf["spark.jars.packages"] = spark_line().delta
         return conf
 
     def path(self, table: str) -> str:

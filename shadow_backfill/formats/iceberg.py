@@ -8,11 +8,8 @@ goes into snapshot properties.
 
 from __future__ import annotations
 
-import glob
-import os
 from collections.abc import Mapping, Sequence
 
-import pyspark
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
@@ -29,27 +26,7 @@ from shadow_backfill.formats.base import (
     normalize_location,
     user_jars,
 )
-
-ICEBERG_VERSION = "1.10.0"
-
-
-def _bundled_runtime_jar() -> str | None:
-    """The Iceberg runtime shipped in the snowpark-connect-deps-iceberg wheel, if it fits this Spark."""
-    try:
-        import snowpark_connect_deps_iceberg as pkg
-    except ImportError:
-        return None
-    major_minor = ".".join(pyspark.__version__.split(".")[:2])
-    scala = "2.12" if major_minor.startswith("3.") else "2.13"
-    pattern = os.path.join(os.path.dirname(pkg.__file__), "jars", f"iceberg-spark-runtime-{major_minor}_{scala}-*.jar")
-    found = sorted(glob.glob(pattern))
-    return found[-1] if found else None
-
-
-def _maven_coordinates() -> str:
-    major_minor = ".".join(pyspark.__version__.split(".")[:2])
-    scala = "2.12" if major_minor.startswith("3.") else "2.13"
-    return f"org.apache.iceberg:iceberg-spark-runtime-{major_minor}_{scala}:{ICEBERG_VERSION}"
+from shadow_backfill.formats.runtimes import spark_line
 
 
 class IcebergFormat(TableFormat):
@@ -58,14 +35,13 @@ class IcebergFormat(TableFormat):
 
     @classmethod
     def session_conf(cls, config: BackfillConfig) -> dict[str, str]:
-        """Jars: a user folder if given, else the bundled wheel, else Maven coordinates."""
+        """Jars: a user folder if given, else the official Iceberg runtime for this Spark line
+        (see `runtimes.py`), fetched by Spark from Maven Central at first start."""
         conf: dict[str, str] = {}
         if (jars := user_jars(config)) is not None:
             conf["spark.jars"] = jars
-        elif (jar := _bundled_runtime_jar()) is not None:
-            conf["spark.jars"] = jar
         else:
-            conf["spark.jars.packages"] = _maven_coordinates()
+            conf["spark.jars.packages"] = spark_line().iceberg
         cat = f"spark.sql.catalog.{config.spark.catalog}"
         conf.update(
             {
@@ -188,7 +164,9 @@ class IcebergFormat(TableFormat):
     def read(self, table: str, version: int | None = None) -> DataFrame:
         reader = self.spark.read
         if version is not None:
-            reader = reader.option("snapshot-id", str(version))
+            # Spark's own time-travel option: Iceberg's `snapshot-id` read option is refused by the
+            # runtime for Spark 4.1 (Iceberg 1.11); `versionAsOf` takes a snapshot id on every line.
+            reader = reader.option("versionAsOf", str(version))
         return reader.table(table)
 
     # ---- writes -------------------------------------------------------------------------------

@@ -1,0 +1,68 @@
+"""Which engine jars fit which Spark: the one version table.
+
+Spark loads table formats as JVM jars built per Spark line and Scala version. The tool asks
+Spark to fetch exactly the ones below at first start (`spark.jars.packages`, resolved by Spark's
+own Ivy from Maven Central into `~/.ivy2`), or takes them from `spark.jars_dir` offline. A Spark
+line missing here has no official runtime for one of the formats: it is refused in one sentence
+naming the supported ones, before the JVM starts, rather than failing a download.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shadow_backfill.errors import SessionError
+
+ICEBERG_VERSION = "1.10.1"
+
+
+@dataclass(frozen=True)
+class SparkLine:
+    """The jars that fit one Spark minor version."""
+
+    spark: str  # "3.5"
+    scala: str  # the Scala version PyPI's PySpark of this line is built with
+    iceberg: str  # Maven coordinates of the official Iceberg runtime
+    delta: str  # Maven coordinates of delta-spark
+
+
+SPARK_LINES = {
+    line.spark: line
+    for line in (
+        SparkLine(
+            "3.5",
+            "2.12",
+            f"org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:{ICEBERG_VERSION}",
+            "io.delta:delta-spark_2.12:3.3.2",
+        ),
+        SparkLine(
+            "4.0",
+            "2.13",
+            f"org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:{ICEBERG_VERSION}",
+            "io.delta:delta-spark_2.13:4.0.1",
+        ),
+        SparkLine(
+            "4.1",
+            "2.13",
+            "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0",
+            "io.delta:delta-spark_4.1_2.13:4.3.1",
+        ),
+    )
+}
+
+
+def spark_line(version: str | None = None) -> SparkLine:
+    """The line of the running PySpark (or of `version`); an unsupported one is one sentence."""
+    if version is None:
+        import pyspark
+
+        version = pyspark.__version__
+    major_minor = ".".join(version.split(".")[:2])
+    try:
+        return SPARK_LINES[major_minor]
+    except KeyError:
+        supported = ", ".join(SPARK_LINES)
+        raise SessionError(
+            f"PySpark {version} is not supported: Iceberg and Delta publish runtimes for Spark {supported} "
+            "(pip install 'pyspark>=3.5,<4.2'), or put jars that fit it in spark.jars_dir"
+        ) from None
