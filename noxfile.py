@@ -8,7 +8,7 @@ import os
 
 import nox
 
-nox.options.sessions = ["tests-spark35", "lint", "typecheck"]
+nox.options.sessions = ["tests-spark35", "tests-spark4", "lint", "typecheck"]
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 

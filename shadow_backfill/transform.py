@@ -111,10 +111,19 @@ def _load_sql(config: BackfillConfig, scheme: PartitionScheme) -> Transform:
     def call(spark: SparkSession, keys: Sequence[str]) -> DataFrame:
         # One parameter-bound query per partition, unioned: Spark binds the typed value, the
         # text is never formatted. The union still runs as one Spark job per chunk.
+        _bind_after_parsing(spark)
         frames = [spark.sql(text, args={"partition": scheme.value(k)}) for k in keys]
         return reduce(lambda a, b: a.unionByName(b), frames)
 
     return Transform(str(path.name), fingerprint, call)
+
+
+def _bind_after_parsing(spark: SparkSession) -> None:
+    """Spark 4.1 binds parameters inside its parser, and the parsers that Iceberg and Delta inject
+    drop them (apache/iceberg#16625, delta-io/delta#7640): every `:partition` would be unbound.
+    The 4.0 behaviour, binding after parsing, is still a setting on 4.1."""
+    if spark.version.startswith("4.1."):
+        spark.conf.set("spark.sql.legacy.parameterSubstitution.constantsOnly", "true")
 
 
 def align_to_schema(df: DataFrame, schema: StructType, what: str) -> DataFrame:
