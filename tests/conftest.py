@@ -32,10 +32,10 @@ from shadow_backfill import Backfill  # noqa: E402
 from shadow_backfill.config import load_config  # noqa: E402
 
 START, END = "2024-01-01", "2024-01-10"
-# Tiny data: few partitions. $SB_TEST_SPARK_CONF (JSON) adds settings, to measure their effect.
 # Tiny data: few partitions, no adaptive re-planning or whole-stage code generation (compiling
 # code costs more than it saves on a few rows), Delta's log replayed in 2 tasks rather than 50.
-# Measured on tests/test_recompute.py + test_promote.py: 201 s -> 114 s.
+# Measured on tests/test_recompute.py + test_promote.py: 201 s -> 114 s. $SB_TEST_SPARK_CONF
+# (JSON) adds settings, to measure their effect.
 TEST_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
