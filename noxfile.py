@@ -1,6 +1,6 @@
 """Developer sessions. `tests-spark35`, `lint` and `typecheck` run in the current environment
 (`pip install -e '.[spark35,delta,sail,dev]'` first); `tests-spark4` keeps its own virtualenv
-with PySpark 4.1. The jars come from Spark's Ivy cache (`~/.ivy2`), shared by both."""
+with PySpark 4.1. The jars come from Spark's Ivy cache (`~/.ivy2` for 3.5, `~/.ivy2.5.2` for 4)."""
 
 from __future__ import annotations
 

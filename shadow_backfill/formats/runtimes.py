@@ -2,9 +2,10 @@
 
 Spark loads table formats as JVM jars built per Spark line and Scala version. The tool asks
 Spark to fetch exactly the ones below at first start (`spark.jars.packages`, resolved by Spark's
-own Ivy from Maven Central into `~/.ivy2`), or takes them from `spark.jars_dir` offline. A Spark
-line missing here has no official runtime for one of the formats: it is refused in one sentence
-naming the supported ones, before the JVM starts, rather than failing a download.
+own Ivy from Maven Central into `~/.ivy2`, `~/.ivy2.5.2` on Spark 4), or takes them from
+`spark.jars_dir` offline. A Spark line missing here has no official runtime for one of the
+formats: it is refused in one sentence naming the supported ones, before the JVM starts, rather
+than failing a download.
 """
 
 from __future__ import annotations
