@@ -6,8 +6,10 @@ deleting its data files) comes from the `backend` fixture."""
 
 from __future__ import annotations
 
+import json
 import random
 import re
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -561,20 +563,59 @@ def _edit_config(cfg_path: Path, case: Case, expand: Callable[[str], str]) -> No
     cfg_path.write_text(case.raw if case.raw is not None else expand(yaml.safe_dump(data)))
 
 
-SHARED_LIVE: dict[str, str] = {}  # backend name -> the seeded live table fresh cases share
+@dataclass(frozen=True)
+class Staged:
+    """A stage that read-only cases share: the live table it seeded, a copy of the state store as
+    the stage left it (None for `fresh`: each case starts with an empty one) and its promotion id."""
+
+    live_table: str
+    state_db: Path | None
+    promotion: str
 
 
-def _backfill(make: MakeBackfill, backend: Backend, case: Case, overrides: dict[str, Any]) -> Any:
-    """A fresh case writes nothing (each case asserts so), so fresh cases share one seeded live
-    table per backend; each still has its own state store and config. Seeding 10 days on every
-    case was half of the catalogue's time."""
-    if case.stage != "fresh" or case.damage is not None:
-        return make(**overrides)
-    if backend.name not in SHARED_LIVE:
+SHARED: dict[tuple[str, str, str], Staged] = {}
+SHAREABLE = ("fresh", "recomputed", "validated")
+
+
+def _share_key(backend: Backend, case: Case, overrides: dict[str, Any]) -> tuple[str, str, str] | None:
+    """Cases of one backend, stage and transform share their tables: every case asserts that it
+    writes no table, and each gets its own config and its own copy of the state store. Seeding,
+    recomputing and validating anew for every case was most of the catalogue's time."""
+    if case.damage is not None or case.stage not in SHAREABLE:
+        return None
+    return backend.name, case.stage, json.dumps(overrides, sort_keys=True)
+
+
+def _copy_sqlite(src: Path, dst: Path) -> Path:
+    """A consistent copy of a SQLite state store (the backup API, not a file copy)."""
+    a, b = sqlite3.connect(src), sqlite3.connect(dst)
+    try:
+        a.backup(b)
+    finally:
+        a.close()
+        b.close()
+    return dst
+
+
+def _backfill(
+    make: MakeBackfill, backend: Backend, case: Case, overrides: dict[str, Any], tmp_path: Path
+) -> tuple[Any, str]:
+    """The case's Backfill brought to its stage, and the stage's promotion id."""
+    key = _share_key(backend, case, overrides)
+    staged = SHARED.get(key) if key is not None else None
+    if staged is None:
         bf = make(**overrides)
-        SHARED_LIVE[backend.name] = bf.live_table
-        return bf
-    return make(seed_live=False, live_table=SHARED_LIVE[backend.name], **overrides)
+        promotion = _set_up(backend, bf, case)
+        if key is not None:
+            db = None
+            if case.stage != "fresh":
+                db = _copy_sqlite(Path(bf.config.state_url.removeprefix("sqlite:///")), tmp_path / "staged.db")
+            SHARED[key] = Staged(bf.live_table, db, promotion)
+        return bf, promotion
+    state = {}
+    if staged.state_db is not None:
+        state = {"state": {"url": f"sqlite:///{_copy_sqlite(staged.state_db, tmp_path / 'state.db')}"}}
+    return make(seed_live=False, live_table=staged.live_table, **state, **overrides), staged.promotion
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -584,8 +625,7 @@ def test_bad_input(
     if case.gap is not None:
         backend.known_gap(request, case.gap)
     overrides = {"transform": {"function": TR + "nudged_with_one_bad_day"}, "validation": QUIET, **case.overrides}
-    bf = _backfill(make, backend, case, overrides)
-    promotion = _set_up(backend, bf, case)
+    bf, promotion = _backfill(make, backend, case, overrides, tmp_path)
     cfg_path = bf.config_path  # type: ignore[attr-defined]
     places = {
         "{cfg}": str(cfg_path),
