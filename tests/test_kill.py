@@ -5,10 +5,12 @@ seeded random point, as a crash would.
 Trials per phase, per backend (`TRIALS`; $SB_KILL_TRIALS overrides them all): 20 on Delta/Sail,
 where a CLI process starts in about a second. On classic Spark (Iceberg, Delta) every CLI process
 starts a JVM and a session: one trial (CLI, kill, recovery, checks) takes 12-25 s on the 2-core
-machine, and CI runs the suite on two Spark lines within 25 minutes, so classic backends run the
-first 3 recompute and 5 promotion kill points of the same seeded sequences. The promotion phase
-must see a kill land before the commit and one after it: when the 5 drawn points (0.95, 1.1, 0.85,
-0.36, 1.01 of an uninterrupted run) miss a side on a slow machine, up to 4 more are drawn.
+machine, and CI runs the suite on two Spark lines within 25 minutes, so on classic backends each
+Spark line runs 2 recompute and 3 promotion kill points, and the two lines take consecutive slices
+of the same seeded sequences (`SPARK_LINE_SLICE`: 3.5 the first points, 4.x the next), so that CI
+as a whole covers 4 and 6 distinct kill points per classic backend. The promotion phase must see,
+on every line, a kill land before the commit and one after it: when the drawn points miss a side
+on a slow machine, up to 4 more are drawn.
 Outcomes are written to $SB_KILL_REPORT (JSON) when set, and always printed.
 """
 
@@ -22,7 +24,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +33,16 @@ import sb_test_transforms as t
 from chispa import DataFramesNotEqualError, SchemasNotEqualError, assert_df_equality
 from conftest import END, QUIET, START, Backend, MakeBackfill
 
+from shadow_backfill.formats.runtimes import spark_line
+
 pytestmark = pytest.mark.slow
 
 TRIALS = {  # why fewer on classic Spark: see the module docstring
-    "delta": {"recompute": 3, "promote": 5},
+    "delta": {"recompute": 2, "promote": 3},
     "delta-sail": {"recompute": 20, "promote": 20},
-    "iceberg": {"recompute": 3, "promote": 5},
+    "iceberg": {"recompute": 2, "promote": 3},
 }
+SPARK_LINE_SLICE = {"3.5": 0, "4.0": 1, "4.1": 1}  # which slice of the seeded kill points a line runs
 EXTRA_PROMOTE_TRIALS = 4  # drawn only while no kill has yet landed on one side of the commit
 SEED = 20261122
 
@@ -95,6 +100,18 @@ def _trials(backend: Backend, phase: str) -> int:
     return int(os.environ.get("SB_KILL_TRIALS", TRIALS[backend.name][phase]))
 
 
+def _kill_points(backend: Backend, phase: str, seed: int, low: float, high: float) -> Iterator[float]:
+    """The seeded kill points (fractions of an uninterrupted run) this Spark line draws: the
+    sequence is the same everywhere, and each line starts at its own slice of it (Sail runs in
+    its own process on every line, so it takes the first slice)."""
+    rng = random.Random(seed)
+    line = 0 if backend.name.endswith("-sail") else SPARK_LINE_SLICE[spark_line().spark]
+    for _ in range(line * _trials(backend, phase)):
+        rng.uniform(low, high)
+    while True:
+        yield rng.uniform(low, high)
+
+
 def _report(phase: str, backend: str, outcomes: list[dict[str, Any]]) -> None:
     """Print and save the summary, then fail the test if any trial's recovery broke."""
     broken = [{k: o[k] for k in ("trial", "outcome", "failed_checks")} for o in outcomes if not o["ok"]]
@@ -118,13 +135,13 @@ def _report(phase: str, backend: str, outcomes: list[dict[str, Any]]) -> None:
 
 def test_killed_recompute_resumes_to_identical_content(make: MakeBackfill, backend: Backend) -> None:
     trials = _trials(backend, "recompute")
-    rng = random.Random(SEED)
+    points = _kill_points(backend, "recompute", SEED, 0.1, 0.9)
     outcomes = []
     probe = make(transform={"function": "sb_test_transforms:slow"})
     full = _duration(_cli(probe, "run", "--start", START, "--end", END, "--chunk-size", "1", "--max-parallel", "2"))
     for trial in range(trials):
         bf = make(transform={"function": "sb_test_transforms:slow"})
-        delay = rng.uniform(0.1, 0.9) * full
+        delay = next(points) * full
         proc = _cli(bf, "run", "--start", START, "--end", END, "--chunk-size", "1", "--max-parallel", "2")
         how = _kill_after(proc, delay)
         backend.refresh(bf)
@@ -161,7 +178,7 @@ def _recompute_checks(bf: Any) -> dict[str, bool]:
 
 def test_killed_promotion_is_all_or_nothing(make: MakeBackfill, backend: Backend) -> None:
     trials = _trials(backend, "promote")
-    rng = random.Random(SEED + 1)
+    points = _kill_points(backend, "promote", SEED + 1, 0.2, 1.2)
     outcomes = []
     full = 0.0
     trial = -2
@@ -178,7 +195,7 @@ def test_killed_promotion_is_all_or_nothing(make: MakeBackfill, backend: Backend
         if trial < 0:
             full = _duration(_cli(bf, "promote"))
             continue
-        delay = rng.uniform(0.2, 1.2) * full
+        delay = next(points) * full
         how = _kill_after(_cli(bf, "promote"), delay)
         backend.refresh(bf)
         state = "before" if sorted(bf.read_live().collect()) == before else "after"
