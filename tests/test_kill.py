@@ -11,15 +11,23 @@ of the same seeded sequences (`SPARK_LINE_SLICE`: 3.5 the first points, 4.x the 
 as a whole covers 4 and 6 distinct kill points per classic backend. The promotion phase must see,
 on every line, a kill land before the commit and one after it: when the drawn points miss a side
 on a slow machine, up to 4 more are drawn.
+
+Where the points fall: a recompute point k.f kills once k partitions are written (0: once the
+first chunk has started), f of half a second later, read from the run's state store, so the
+points spread over the partitions on any machine without a calibration run. A promotion has one
+commit and no progress to read: its points are fractions of an uninterrupted promotion timed
+once per test on the same machine.
 Outcomes are written to $SB_KILL_REPORT (JSON) when set, and always printed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -45,6 +53,7 @@ TRIALS = {  # why fewer on classic Spark: see the module docstring
 SPARK_LINE_SLICE = {"3.5": 0, "4.0": 1, "4.1": 1}  # which slice of the seeded kill points a line runs
 EXTRA_PROMOTE_TRIALS = 4  # drawn only while no kill has yet landed on one side of the commit
 SEED = 20261122
+CHUNK_GAP_S = 0.5  # how far past the k-th written partition a recompute kill point may fall
 
 
 def _cli(bf: Any, *args: str) -> subprocess.Popen[bytes]:
@@ -133,17 +142,44 @@ def _report(phase: str, backend: str, outcomes: list[dict[str, Any]]) -> None:
     assert not broken, f"{phase}: recovery broke in {len(broken)} of {len(outcomes)} trials: {broken}"
 
 
+def _written(db: str) -> int | None:
+    """Partitions the run has written so far, read from its SQLite state store without creating
+    anything in it; None until the run has started its first chunk."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as c:
+            written, started = c.execute(
+                "SELECT sum(status = 'written'), sum(status IN ('running', 'written')) FROM partitions"
+            ).fetchone()
+    except sqlite3.Error:  # no file or no tables yet: the CLI is still starting
+        return None
+    return int(written or 0) if started else None
+
+
+def _kill_at_progress(proc: subprocess.Popen[bytes], db: str, point: float) -> str:
+    """Kill point `point` in [0, 10): once floor(point) partitions are written (0: once the first
+    chunk has started), wait the fraction of CHUNK_GAP_S, then kill. Points fall across the run's
+    partitions on any machine, with no calibration run (a JVM start a trial on classic Spark)."""
+    target, extra = int(point), (point - int(point)) * CHUNK_GAP_S
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return "finished before the kill"
+        done = _written(db)
+        if done is not None and done >= target:
+            return _kill_after(proc, extra)
+        time.sleep(0.02)
+    return _kill_after(proc, 0)
+
+
 def test_killed_recompute_resumes_to_identical_content(make: MakeBackfill, backend: Backend) -> None:
     trials = _trials(backend, "recompute")
-    points = _kill_points(backend, "recompute", SEED, 0.1, 0.9)
+    points = _kill_points(backend, "recompute", SEED, 0.0, 10.0)
     outcomes = []
-    probe = make(transform={"function": "sb_test_transforms:slow"})
-    full = _duration(_cli(probe, "run", "--start", START, "--end", END, "--chunk-size", "1", "--max-parallel", "2"))
     for trial in range(trials):
         bf = make(transform={"function": "sb_test_transforms:slow"})
-        delay = next(points) * full
+        point = next(points)
         proc = _cli(bf, "run", "--start", START, "--end", END, "--chunk-size", "1", "--max-parallel", "2")
-        how = _kill_after(proc, delay)
+        how = _kill_at_progress(proc, bf.config.state_url.removeprefix("sqlite:///"), point)
         backend.refresh(bf)
         written_before = sum(1 for r in bf.status() if r.status == "written")
         outcomes.append(
@@ -151,8 +187,7 @@ def test_killed_recompute_resumes_to_identical_content(make: MakeBackfill, backe
                 _recompute_checks,
                 (bf,),
                 trial=trial,
-                delay_s=round(delay, 2),
-                of_s=round(full, 2),
+                kill_point=round(point, 2),
                 outcome=how,
                 written_before_kill=written_before,
             )
