@@ -110,9 +110,10 @@ def _trials(backend: Backend, phase: str) -> int:
 
 
 def _kill_points(backend: Backend, phase: str, seed: int, low: float, high: float) -> Iterator[float]:
-    """The seeded kill points (fractions of an uninterrupted run) this Spark line draws: the
-    sequence is the same everywhere, and each line starts at its own slice of it (Sail runs in
-    its own process on every line, so it takes the first slice)."""
+    """The seeded kill points this Spark line draws, uniform in [low, high) (progress points for a
+    recompute, fractions of an uninterrupted run for a promotion): the sequence is the same
+    everywhere, and each line starts at its own slice of it (Sail runs in its own process on
+    every line, so it takes the first slice)."""
     rng = random.Random(seed)
     line = 0 if backend.name.endswith("-sail") else SPARK_LINE_SLICE[spark_line().spark]
     for _ in range(line * _trials(backend, phase)):
