@@ -10,9 +10,11 @@ only created when a test of that backend runs. Adding a backend = one `Backend` 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import uuid
@@ -154,6 +156,16 @@ def seed(bf: Backfill, start: str = START, end: str = END) -> None:
     fmt.overwrite_partitions(bf.live_table, df, keys)
 
 
+def state_count(db: str, sql: str) -> int | None:
+    """One count from a run's SQLite state store while another process writes it, opened
+    read-only so the test creates nothing in it; None while the store or its tables do not exist
+    yet, or the query yields NULL."""
+    with contextlib.suppress(sqlite3.Error), contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as c:
+        value = c.execute(sql).fetchone()[0]
+        return None if value is None else int(value)
+    return None
+
+
 def _link_jars(session: Any, folder: Path) -> None:
     """The jars Spark resolved for this session (`spark.jars` lists them once Ivy is done)."""
     jars = [j.removeprefix("file://") for j in session.sparkContext.getConf().get("spark.jars", "").split(",") if j]
@@ -258,6 +270,11 @@ class Backend:
     def refresh(self, bf: Backfill) -> None:
         """Forget what this session cached about bf's tables: another process wrote them."""
 
+    def commits(self, bf: Backfill, table: str) -> int:
+        """How many commits the table's log holds, read from its files (no Spark): a test that
+        kills a writer watches it to kill just after a commit has landed."""
+        raise NotImplementedError
+
     def delete_data_files(self, bf: Backfill, table: str) -> None:
         """The table's log still lists files that are gone (someone cleaned the bucket)."""
         files = self.data_files(bf, table)
@@ -292,6 +309,10 @@ class IcebergClassic(Backend):
     def drop(self, bf: Backfill, table: str) -> None:
         bf.spark.sql(f"DROP TABLE {table} PURGE")
 
+    def commits(self, bf: Backfill, table: str) -> int:
+        """A Hadoop-catalog commit writes the next `v<N>.metadata.json`."""
+        return len(list((self.location(bf, table) / "metadata").glob("v*.metadata.json")))
+
     def refresh(self, bf: Backfill) -> None:
         """The Iceberg catalog caches loaded tables (cache-enabled): without this, a read after
         another process's commit sees the snapshot this session loaded before it."""
@@ -320,6 +341,10 @@ class DeltaPaths(Backend):
 
     def drop(self, bf: Backfill, table: str) -> None:
         shutil.rmtree(self.location(bf, table))
+
+    def commits(self, bf: Backfill, table: str) -> int:
+        """A Delta commit is the next `_delta_log/<version>.json`."""
+        return len(list((self.location(bf, table) / "_delta_log").glob("*.json")))
 
 
 ICEBERG = IcebergClassic(

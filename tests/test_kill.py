@@ -9,25 +9,28 @@ machine, and CI runs the suite on two Spark lines within 25 minutes, so on class
 Spark line runs 2 recompute and 3 promotion kill points, and the two lines take consecutive slices
 of the same seeded sequences (`SPARK_LINE_SLICE`: 3.5 the first points, 4.x the next), so that CI
 as a whole covers 4 and 6 distinct kill points per classic backend. The promotion phase must see,
-on every line, a kill land before the commit and one after it: when the drawn points miss a side
-on a slow machine, up to 4 more are drawn.
+on every line, a kill land before the commit and one after it: the first point is aimed after
+the commit and the second before it, and when the points miss a side on a slow machine up to 4
+more are drawn, aimed at the side not yet reached.
 
 Where the points fall: a recompute point k.f kills once k partitions are written (0: once the
 first chunk has started), f of half a second later, read from the run's state store, so the
-points spread over the partitions on any machine without a calibration run. A promotion has one
-commit and no progress to read: its points are fractions of an uninterrupted promotion timed
-once per test on the same machine.
+points spread over the partitions on any machine without a calibration run. A promotion point p
+in [0, 2) is timed from the promotion's own progress, not from the CLI's start (a cold JVM's
+start varies by seconds on a loaded machine): below 1, p times the lock-to-commit time last seen
+after the promotion has taken its locks in the state store; from 1, (p - 1) of half a second
+after its commit has landed in the live table's log (read from the files).
 Outcomes are written to $SB_KILL_REPORT (JSON) when set, and always printed.
 """
 
 from __future__ import annotations
 
-import contextlib
+import datetime as dt
+import functools
 import json
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -39,7 +42,7 @@ from typing import Any
 import pytest
 import sb_test_transforms as t
 from chispa import DataFramesNotEqualError, SchemasNotEqualError, assert_df_equality
-from conftest import END, QUIET, START, Backend, MakeBackfill
+from conftest import END, QUIET, START, Backend, MakeBackfill, state_count
 
 from shadow_backfill.formats.runtimes import spark_line
 
@@ -53,7 +56,13 @@ TRIALS = {  # why fewer on classic Spark: see the module docstring
 SPARK_LINE_SLICE = {"3.5": 0, "4.0": 1, "4.1": 1}  # which slice of the seeded kill points a line runs
 EXTRA_PROMOTE_TRIALS = 4  # drawn only while no kill has yet landed on one side of the commit
 SEED = 20261122
+DAYS = (dt.date.fromisoformat(END) - dt.date.fromisoformat(START)).days + 1  # partitions in START..END
 CHUNK_GAP_S = 0.5  # how far past the k-th written partition a recompute kill point may fall
+COMMIT_GAP_S = 0.5  # how far past the promotion's commit a kill point after it may fall
+# Partitions written so far (NULL until the run has started its first chunk), and whether a
+# promotion holds its locks, read from the run's state store.
+WRITTEN = "SELECT CASE WHEN sum(status IN ('running', 'written')) > 0 THEN sum(status = 'written') END FROM partitions"
+PROMOTING = "SELECT count(*) FROM locks WHERE resource LIKE 'promote:%'"
 
 
 def _cli(bf: Any, *args: str) -> subprocess.Popen[bytes]:
@@ -76,14 +85,6 @@ def _kill_after(proc: subprocess.Popen[bytes], delay: float) -> str:
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     return "killed"
-
-
-def _duration(proc: subprocess.Popen[bytes]) -> float:
-    """How long an uninterrupted run takes on this machine: kill points are drawn within it, so
-    the trials cover before and after the commit on a fast laptop and a slow CI box alike."""
-    started = time.monotonic()
-    proc.wait(timeout=300)
-    return time.monotonic() - started
 
 
 def _outcome(checks: Callable[..., dict[str, bool]], args: tuple[Any, ...], **facts: Any) -> dict[str, Any]:
@@ -143,21 +144,8 @@ def _report(phase: str, backend: str, outcomes: list[dict[str, Any]]) -> None:
     assert not broken, f"{phase}: recovery broke in {len(broken)} of {len(outcomes)} trials: {broken}"
 
 
-def _written(db: str) -> int | None:
-    """Partitions the run has written so far, read from its SQLite state store without creating
-    anything in it; None until the run has started its first chunk."""
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as c:
-            written, started = c.execute(
-                "SELECT sum(status = 'written'), sum(status IN ('running', 'written')) FROM partitions"
-            ).fetchone()
-    except sqlite3.Error:  # no file or no tables yet: the CLI is still starting
-        return None
-    return int(written or 0) if started else None
-
-
 def _kill_at_progress(proc: subprocess.Popen[bytes], db: str, point: float) -> str:
-    """Kill point `point` in [0, 10): once floor(point) partitions are written (0: once the first
+    """Kill point `point` in [0, DAYS): once floor(point) partitions are written (0: once the first
     chunk has started), wait the fraction of CHUNK_GAP_S, then kill. Points fall across the run's
     partitions on any machine, with no calibration run (a JVM start a trial on classic Spark)."""
     target, extra = int(point), (point - int(point)) * CHUNK_GAP_S
@@ -165,7 +153,7 @@ def _kill_at_progress(proc: subprocess.Popen[bytes], db: str, point: float) -> s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             return "finished before the kill"
-        done = _written(db)
+        done = state_count(db, WRITTEN)
         if done is not None and done >= target:
             return _kill_after(proc, extra)
         time.sleep(0.02)
@@ -174,7 +162,7 @@ def _kill_at_progress(proc: subprocess.Popen[bytes], db: str, point: float) -> s
 
 def test_killed_recompute_resumes_to_identical_content(make: MakeBackfill, backend: Backend) -> None:
     trials = _trials(backend, "recompute")
-    points = _kill_points(backend, "recompute", SEED, 0.0, 10.0)
+    points = _kill_points(backend, "recompute", SEED, 0.0, float(DAYS))
     outcomes = []
     for trial in range(trials):
         bf = make(transform={"function": "sb_test_transforms:slow"})
@@ -204,7 +192,7 @@ def _recompute_checks(bf: Any) -> dict[str, bool]:
     shadow = bf.read_shadow()
     expected = t.events(bf.spark, [bf.scheme.value(k) for k in bf.scheme.expand(START, END)])
     rows, distinct = shadow.count(), shadow.select("ds", "id").distinct().count()
-    want = 10 * t.ROWS_PER_DAY
+    want = DAYS * t.ROWS_PER_DAY
     return {
         f"resumed run ok (failed: {sorted(resumed.failed)})": resumed.ok,
         f"{want} rows, no duplicates (rows {rows}, distinct {distinct})": rows == distinct == want,
@@ -214,13 +202,11 @@ def _recompute_checks(bf: Any) -> dict[str, bool]:
 
 def test_killed_promotion_is_all_or_nothing(make: MakeBackfill, backend: Backend) -> None:
     trials = _trials(backend, "promote")
-    points = _kill_points(backend, "promote", SEED + 1, 0.2, 1.2)
-    outcomes = []
-    full = 0.0
-    trial = -2
+    points = _kill_points(backend, "promote", SEED + 1, 0.0, 2.0)
+    outcomes: list[dict[str, Any]] = []
+    lock_to_commit: float | None = None
+    trial = -1
     while (trial := trial + 1) < trials or (not _both_sides(outcomes) and trial < trials + EXTRA_PROMOTE_TRIALS):
-        # trial -1 measures an uninterrupted promotion; past `trials`, more kill points are drawn
-        # until a kill has landed on each side of the commit
         bf = make(transform={"function": "sb_test_transforms:nudged_with_one_bad_day"}, validation=QUIET)
         bf.run(START, END)
         bf.validate()
@@ -228,11 +214,11 @@ def test_killed_promotion_is_all_or_nothing(make: MakeBackfill, backend: Backend
         before = sorted(bf.read_live().collect())
         shadow_rows = sorted(bf.read_shadow(passing).collect())
         assert shadow_rows != sorted(bf.read_live(passing).collect()), "promotion must visibly change live"
-        if trial < 0:
-            full = _duration(_cli(bf, "promote"))
-            continue
-        delay = next(points) * full
-        how = _kill_after(_cli(bf, "promote"), delay)
+        point = _aimed(next(points), trial, outcomes, lock_to_commit)
+        db = bf.config.state_url.removeprefix("sqlite:///")
+        live_commits = functools.partial(backend.commits, bf, bf.live_table)
+        how, seen = _kill_in_promotion(_cli(bf, "promote"), db, live_commits, point, lock_to_commit)
+        lock_to_commit = seen if seen is not None else lock_to_commit
         backend.refresh(bf)
         state = "before" if sorted(bf.read_live().collect()) == before else "after"
         outcomes.append(
@@ -240,13 +226,61 @@ def test_killed_promotion_is_all_or_nothing(make: MakeBackfill, backend: Backend
                 _promotion_checks,
                 (bf, state, passing, shadow_rows),
                 trial=trial,
-                delay_s=round(delay, 2),
-                of_s=round(full, 2),
+                kill_point=round(point, 2),
+                lock_to_commit_s=None if lock_to_commit is None else round(lock_to_commit, 2),
                 outcome=f"{how}, live {state}",
             )
         )
     _report("promote", backend.name, outcomes)
     assert _both_sides(outcomes), Counter(o["outcome"] for o in outcomes)
+
+
+def _aimed(point: float, trial: int, outcomes: list[dict[str, Any]], lock_to_commit: float | None) -> float:
+    """The drawn point in [0, 2), moved to the side of the commit a trial must cover: the first
+    kill lands after the commit (and so times lock-to-commit for the points before it), the
+    second before it, and any later trial on the side no kill has reached yet, if any."""
+    after, before = 1.0 + point % 1.0, (point % 1.0) * 0.8
+    if lock_to_commit is None or trial == 0:
+        return after
+    if trial == 1:
+        return before
+    if _both_sides(outcomes):
+        return point
+    return after if any(o["outcome"] == "killed, live before" for o in outcomes) else before
+
+
+def _wait_for(proc: subprocess.Popen[bytes], condition: Callable[[], bool]) -> float | None:
+    """When `condition` first held (monotonic seconds), or None if the process ended first."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        ended = proc.poll() is not None
+        if condition():
+            return time.monotonic()
+        if ended:
+            return None
+        time.sleep(0.01)
+    raise AssertionError("the CLI neither reached the kill point nor ended within 300 s")
+
+
+def _kill_in_promotion(
+    proc: subprocess.Popen[bytes], db: str, commits: Callable[[], int], point: float, lock_to_commit: float | None
+) -> tuple[str, float | None]:
+    """Kill point `point` in [0, 2), timed from the promotion's own progress, not from the CLI's
+    start (a cold JVM's start varies by seconds on a loaded machine): below 1, `point` of the
+    last seen lock-to-commit time after the promotion took its locks in the state store; from 1,
+    (point - 1) * COMMIT_GAP_S after its commit landed in the live table's log. Returns how the
+    trial ended and the lock-to-commit time when this trial saw the commit."""
+    committed_before = commits()
+    locked = _wait_for(proc, lambda: bool(state_count(db, PROMOTING)))
+    if locked is None:
+        return "finished before the kill", None
+    if point < 1.0:
+        assert lock_to_commit is not None, "a point before the commit needs a lock-to-commit time"
+        return _kill_after(proc, point * lock_to_commit), None
+    committed = _wait_for(proc, lambda: commits() > committed_before)
+    if committed is None:
+        return "finished before the kill", None
+    return _kill_after(proc, (point - 1.0) * COMMIT_GAP_S), committed - locked
 
 
 def _both_sides(outcomes: list[dict[str, Any]]) -> bool:

@@ -7,7 +7,6 @@ import contextlib
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -17,7 +16,7 @@ import pytest
 import sb_test_transforms as t
 import yaml
 from chispa import assert_df_equality
-from conftest import END, START, MakeBackfill
+from conftest import END, START, MakeBackfill, state_count
 from typer.testing import CliRunner
 
 from shadow_backfill import RefusedError
@@ -153,10 +152,7 @@ def test_killed_run_resumes_without_duplicates(make_backfill: MakeBackfill) -> N
     deadline = time.monotonic() + 240
     try:
         while time.monotonic() < deadline and proc.poll() is None:
-            if Path(db).exists():
-                # the file can exist before the run has created its tables: poll again then
-                with contextlib.suppress(sqlite3.OperationalError), sqlite3.connect(db) as c:
-                    written = c.execute("SELECT count(*) FROM partitions WHERE status='written'").fetchone()[0]
+            written = state_count(db, "SELECT count(*) FROM partitions WHERE status = 'written'") or 0
             if written >= 3:
                 os.kill(proc.pid, signal.SIGKILL)
                 break
