@@ -124,6 +124,9 @@ def open_session(config: BackfillConfig) -> SparkSession:
     conf["spark.sql.warehouse.dir"] = str(config.warehouse / "spark")
     conf.update(format_class(config.format).session_conf(config))
     conf.update(config.spark.conf)
+    if (user_opts := config.spark.conf.get("spark.driver.extraJavaOptions")) is not None:
+        # The user's JVM options join ours: replacing them would bring back Spark's log noise.
+        conf["spark.driver.extraJavaOptions"] = f"-Dlog4j.configurationFile=file:{log4j} {user_opts}"
     builder = SparkSession.builder.master(config.spark.master).appName("shadow-backfill")
     for k, v in conf.items():
         builder = builder.config(k, v)

@@ -145,14 +145,14 @@ def validated(make: MakeBackfill) -> Backfill:
     return bf
 
 
-def seed(bf: Backfill, start: str = START, end: str = END) -> None:
+def seed(bf: Backfill, start: str = START, end: str = END, partitioned_by: tuple[str, ...] = ("ds",)) -> None:
     """Create the live table with the v1 transform over the test range."""
     import sb_test_transforms as t
 
     keys = bf.scheme.expand(start, end)
     df = t.events(bf.spark, [bf.scheme.value(k) for k in keys])
     fmt = bf.table_format
-    fmt.create(bf.live_table, df.schema, ["ds"])
+    fmt.create(bf.live_table, df.schema, list(partitioned_by))
     fmt.overwrite_partitions(bf.live_table, df, keys)
 
 
@@ -173,6 +173,70 @@ def _link_jars(session: Any, folder: Path) -> None:
         (folder / Path(jar).name).symlink_to(jar)
     if jars:
         JARS["dir"] = str(folder)
+
+
+def metastore_conf(warehouse: Path) -> dict[str, str]:
+    """A real Hive metastore for the classic session: Spark's own (Hive 2.3) embedded in the test
+    JVM over Derby in the warehouse, as `spark_catalog` (Delta tables by name through delta-spark's
+    DeltaCatalog) and as Iceberg catalog `hms` (Iceberg's HiveCatalog). Only the test session
+    opens it: embedded Derby admits one JVM, so CLI processes the tests start never name it."""
+    derby = f"jdbc:derby:;databaseName={warehouse / 'metastore_db'};create=true"
+    return {
+        "spark.sql.catalogImplementation": "hive",
+        "spark.hadoop.javax.jdo.option.ConnectionURL": derby,
+        "spark.hadoop.datanucleus.schema.autoCreateAll": "true",
+        "spark.hadoop.hive.metastore.schema.verification": "false",
+        # Embedded Hive 2.3 has no lock tables: Iceberg commits by an atomic alter_table instead.
+        "spark.hadoop.iceberg.engine.hive.lock-enabled": "false",
+        "spark.driver.extraJavaOptions": f"-Dderby.stream.error.file={warehouse / 'derby.log'}",
+        "spark.sql.catalog.hms": "org.apache.iceberg.spark.SparkCatalog",
+        "spark.sql.catalog.hms.type": "hive",
+        "spark.sql.catalog.hms.warehouse": str(warehouse / "hms"),
+    }
+
+
+REST_FIXTURE = TESTS / "fixtures" / "iceberg_rest"
+
+
+def _rest_fixture_jars() -> Path:
+    """Iceberg's REST catalog test fixtures and their dependencies (pom.xml beside the launcher),
+    fetched once by Maven into a cache folder outside the checkout."""
+    cache = Path(os.environ.get("SB_TEST_CACHE", Path.home() / ".cache" / "shadow-backfill"))
+    folder = cache / "iceberg-rest-fixture"
+    if not (folder / ".complete").exists():
+        pom = REST_FIXTURE / "pom.xml"
+        cmd = ["mvn", "-q", "-f", str(pom), "dependency:copy-dependencies", f"-DoutputDirectory={folder}"]
+        try:
+            subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=600)
+        except (OSError, subprocess.CalledProcessError) as exc:
+            pytest.fail(f"could not fetch the Iceberg REST fixture's jars with Maven ({' '.join(cmd)}): {exc}")
+        (folder / ".complete").touch()
+    return folder
+
+
+@pytest.fixture(scope="session")
+def rest_catalog(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """Iceberg's REST catalog server on loopback (a JDBC catalog in SQLite behind it), registered
+    in the classic session as catalog `rest`; yields the settings a user's config would carry."""
+    home = tmp_path_factory.mktemp("rest-catalog")
+    launcher = REST_FIXTURE / "LoopbackRestCatalog.java"
+    cmd = ["java", "-cp", f"{_rest_fixture_jars()}/*", str(launcher), str(home / "warehouse"), str(home / "catalog.db")]
+    server = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    assert server.stdout is not None
+    line = server.stdout.readline()  # blocks until the server listens, or returns "" if it died
+    if not line.startswith("LISTENING "):
+        server.kill()
+        pytest.fail(f"the Iceberg REST catalog fixture did not start ({' '.join(cmd)})")
+    conf = {
+        "spark.sql.catalog.rest": "org.apache.iceberg.spark.SparkCatalog",
+        "spark.sql.catalog.rest.type": "rest",
+        "spark.sql.catalog.rest.uri": f"http://127.0.0.1:{line.split()[1]}",
+    }
+    for k, v in conf.items():
+        spark.conf.set(k, v)
+    yield conf
+    server.kill()
+    server.wait(timeout=30)
 
 
 @pytest.fixture(scope="session")
@@ -198,6 +262,7 @@ def spark(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
             "spark.sql.extensions": f"{iceberg['spark.sql.extensions']},{delta['spark.sql.extensions']}",
         }
     )
+    data["spark"]["conf"].update(metastore_conf(warehouse))
     session = open_session(parse_config(data, base_dir=warehouse))
     _link_jars(session, tmp_path_factory.mktemp("jars"))
     yield session

@@ -169,3 +169,9 @@ def wide_shifted(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
     df = wide(spark, partitions)
     step = F.when(F.col("ds") == F.lit(SHIFT_DAY), 30.0).when(F.col("ds") == F.lit(NUDGE_DAY), 0.01).otherwise(0.0)
     return df.withColumn("amount", F.col("amount") + step)
+
+
+def category_c_retired(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    """New logic for a table partitioned by (ds, cat): amounts doubled, and category "c" is no
+    longer produced, so its sub-partitions must be cleared wherever a date is recomputed."""
+    return events_v2(spark, partitions).filter(F.col("cat") != F.lit("c"))

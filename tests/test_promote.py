@@ -7,7 +7,7 @@ import json
 import pytest
 import sb_test_transforms as t
 from chispa import assert_df_equality
-from conftest import DRIFT, END, QUIET, START, MakeBackfill, validated
+from conftest import DRIFT, END, QUIET, START, MakeBackfill, seed, validated
 from pyspark.sql import functions as F
 from typer.testing import CliRunner
 
@@ -113,3 +113,42 @@ def test_backfill_main_job(make: MakeBackfill) -> None:
     promoted = [k for k in bf.scheme.expand(START, END) if k != DRIFT]
     _same(bf.read_live(promoted), bf.read_shadow(promoted))
     assert bf.read_live([DRIFT]).count() == t.ROWS_PER_DAY
+
+
+def test_a_table_partitioned_by_date_and_category_is_backfilled_by_date(make: MakeBackfill) -> None:
+    """Every sub-partition of a recomputed date is replaced, the ones the new logic no longer
+    produces are cleared (in the shadow and, on promotion, in live), and validation judges
+    dates, not (date, category) pairs."""
+    bf = make(
+        seed_live=False,
+        transform={"function": "sb_test_transforms:category_c_retired"},
+        validation={
+            **QUIET,
+            "row_count_change": {"warn": None, "fail": None},
+            "keys_removed": {"warn": None, "fail": None},
+            "vanished_categories": "pass",
+        },
+    )
+    seed(bf, partitioned_by=("ds", "cat"))
+    keys = bf.scheme.expand(START, END)
+    before = bf.read_live()
+    before = bf.spark.createDataFrame(before.collect(), before.schema)
+    assert before.filter(F.col("cat") == "c").count() > 0
+
+    assert bf.run(START, END).ok
+    assert bf.table_format.partition_columns(bf.shadow_table) == ["ds", "cat"]
+    expected = t.category_c_retired(bf.spark, [bf.scheme.value(k) for k in keys])
+    _same(bf.read_shadow(), expected)
+    verdicts = bf.validate().verdicts
+    assert sorted(v.partition for v in verdicts) == keys and {v.verdict for v in verdicts} == {"pass"}
+
+    promoted = keys[:6]
+    _, rec = bf.promote(promoted)
+    assert rec is not None and rec.partitions == promoted
+    _same(bf.read_live(promoted), bf.read_shadow(promoted))
+    assert bf.read_live(promoted).filter(F.col("cat") == "c").count() == 0, "retired sub-partitions cleared"
+    rest = keys[6:]
+    _same(bf.read_live(rest), before.filter(F.col("ds").isin([bf.scheme.value(k) for k in rest])))
+
+    bf.rollback(rec.id)
+    _same(bf.read_live(), before)

@@ -44,6 +44,8 @@ class FormatSpec:
         """Why `name` cannot name a table of this format, or None when it can."""
         if self.identifier_only and not _IDENTIFIER.match(name):
             return f"{self.title} table {name!r} must be an identifier like catalog.db.table"
+        if "/" not in name and "://" not in name and not _IDENTIFIER.match(name):
+            return f"{self.title} table {name!r} is neither a path (with a /) nor a table name like db.table"
         return None
 
 
@@ -64,7 +66,7 @@ FORMATS: dict[str, FormatSpec] = {
             title="Delta",
             module="shadow_backfill.formats.delta",
             class_name="DeltaFormat",
-            summary="Delta tables by path (classic Spark with delta-spark, or Spark Connect with --remote)",
+            summary="Delta tables by path or by name (classic Spark with delta-spark, or Spark Connect with --remote)",
             identifier_only=False,
             demo_live_table="warehouse/delta/features",
         ),

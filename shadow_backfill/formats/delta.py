@@ -1,4 +1,10 @@
-"""Delta Lake tables, addressed by path.
+"""Delta Lake tables, addressed by path or by name in a Spark catalog.
+
+A `live_table` with a `/` (or a URL) is a path; anything else (`db.events`,
+`spark_catalog.db.events`) names a table in the session catalog (delta-spark's DeltaCatalog over
+the user's metastore), which is resolved once to its location: reads, writes and the log are then
+the location's, so a table reached by name behaves exactly as one reached by path. A shadow of a
+named table is created by name (`saveAsTable`), in the same catalog and namespace.
 
 Writes are `mode("overwrite")` with a `replaceWhere` predicate over exactly the requested
 partition values (rendered from typed literals), never dynamic partition overwrite: on some
@@ -13,10 +19,11 @@ import datetime as dt
 import json
 import shutil
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -32,6 +39,7 @@ from shadow_backfill.formats.base import (
     user_jars,
 )
 from shadow_backfill.formats.runtimes import spark_line
+from shadow_backfill.partitions import PartitionScheme
 
 DELTA_EXTENSIONS = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -51,6 +59,11 @@ def _delta_log(path: str) -> Any | None:
         return None
 
 
+def _quoted(name: str) -> str:
+    """A catalog name with each part in backticks (the config has checked it is an identifier)."""
+    return ".".join(f"`{part}`" for part in name.split("."))
+
+
 def _column_text(value: Any) -> str:
     """Render a partition value from the Delta log the way Spark's CAST(... AS STRING) does."""
     if isinstance(value, dt.datetime):
@@ -63,6 +76,10 @@ def _column_text(value: Any) -> str:
 class DeltaFormat(TableFormat):
     name = "delta"
 
+    def __init__(self, spark: SparkSession, scheme: PartitionScheme, base_dir: Path) -> None:
+        super().__init__(spark, scheme, base_dir)
+        self._locations: dict[str, str] = {}  # catalog name -> location
+
     @classmethod
     def session_conf(cls, config: BackfillConfig) -> dict[str, str]:
         """Jars: a user folder if given, else delta-spark for this Spark line (see `runtimes.py`),
@@ -74,14 +91,34 @@ class DeltaFormat(TableFormat):
             conf["spark.jars.packages"] = spark_line().delta
         return conf
 
+    @staticmethod
+    def is_name(table: str) -> bool:
+        """A catalog name (`db.events`), not a path: no `/` and no URL scheme."""
+        return "/" not in table and "://" not in table
+
     def path(self, table: str) -> str:
+        """The table's location: a path as given (relative to the config's folder), or the
+        location the catalog holds for a name (looked up once per name and format object)."""
+        if self.is_name(table):
+            return self._location(table)
         if "://" in table:
             return table
         return str(self.base_dir / table) if not table.startswith("/") else table
 
+    def _location(self, name: str) -> str:
+        locations = self._locations
+        if name not in locations:
+            if not self.spark.catalog.tableExists(name):
+                raise LookupError(f"Delta table {name!r} does not exist in the Spark catalog")
+            location = str(self.spark.sql(f"DESCRIBE DETAIL {_quoted(name)}").collect()[0]["location"])
+            locations[name] = location.removeprefix("file:") if location.startswith("file:/") else location
+        return locations[name]
+
     # ---- introspection ------------------------------------------------------------------------
 
     def exists(self, table: str) -> bool:
+        if self.is_name(table):
+            return bool(self.spark.catalog.tableExists(table))
         log = _delta_log(self.path(table))
         if log is not None:
             return True
@@ -171,6 +208,8 @@ class DeltaFormat(TableFormat):
 
         A path with no table yet still has a location, so a shadow that would be created inside
         live is refused before it is created."""
+        if self.is_name(table) and not self.exists(table):
+            return None  # the catalog places a new named table; it cannot be inside live's folder
         path = self.path(table)
         location = normalize_location(path)
         log = _delta_log(path)
@@ -216,12 +255,19 @@ class DeltaFormat(TableFormat):
     # ---- writes -------------------------------------------------------------------------------
 
     def create(self, table: str, schema: StructType, partition_columns: Sequence[str]) -> None:
-        empty = empty_frame(self.spark, schema)
-        empty.write.format("delta").partitionBy(*partition_columns).mode("error").save(self.path(table))
+        writer = empty_frame(self.spark, schema).write.format("delta").partitionBy(*partition_columns).mode("error")
+        if self.is_name(table):
+            writer.saveAsTable(table)
+        else:
+            writer.save(self.path(table))
 
     def drop(self, table: str) -> None:
         # Only reached for a table created a moment ago by `create_like`; a path's location is
         # known before creation, so `check_distinct` refuses a misplaced one first.
+        if self.is_name(table):
+            self.spark.sql(f"DROP TABLE IF EXISTS {_quoted(table)}")
+            self._locations.pop(table, None)
+            return
         path = self.path(table)
         if "://" not in path:
             shutil.rmtree(path, ignore_errors=True)

@@ -42,15 +42,18 @@ class IcebergFormat(TableFormat):
             conf["spark.jars"] = jars
         else:
             conf["spark.jars.packages"] = spark_line().iceberg
+        conf["spark.sql.extensions"] = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
         cat = f"spark.sql.catalog.{config.spark.catalog}"
-        conf.update(
-            {
-                "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
-                cat: "org.apache.iceberg.spark.SparkCatalog",
-                f"{cat}.type": "hadoop",
-                f"{cat}.warehouse": str(config.warehouse / "iceberg"),
-            }
-        )
+        if cat not in config.spark.conf:
+            # The embedded Hadoop catalog only when the user has not configured this name: a
+            # Hive metastore, REST, Glue or Nessie catalog in `spark.conf` is used as it is.
+            conf.update(
+                {
+                    cat: "org.apache.iceberg.spark.SparkCatalog",
+                    f"{cat}.type": "hadoop",
+                    f"{cat}.warehouse": str(config.warehouse / "iceberg"),
+                }
+            )
         return conf
 
     # ---- introspection ------------------------------------------------------------------------
@@ -162,12 +165,14 @@ class IcebergFormat(TableFormat):
     # ---- reads --------------------------------------------------------------------------------
 
     def read(self, table: str, version: int | None = None) -> DataFrame:
-        reader = self.spark.read
-        if version is not None:
-            # Spark's own time-travel option: Iceberg's `snapshot-id` read option is refused by the
-            # runtime for Spark 4.1 (Iceberg 1.11); `versionAsOf` takes a snapshot id on every line.
-            reader = reader.option("versionAsOf", str(version))
-        return reader.table(table)
+        if version is None:
+            return self.spark.read.table(table)
+        # SQL time travel: the `versionAsOf` read option of `spark.read.table` was silently
+        # ignored once the session had read the table (it returned the current snapshot, and a
+        # rollback restored the wrong content), and Iceberg's `snapshot-id` read option is
+        # refused by its runtime for Spark 4.1. The name passed the identifier rule; the
+        # version is an int.
+        return self.spark.sql(f"SELECT * FROM {table} VERSION AS OF {int(version)}")
 
     # ---- writes -------------------------------------------------------------------------------
 
