@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import reduce
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -22,14 +23,15 @@ from shadow_backfill.errors import ConfigError, UsageError
 PartitionValue = dt.date | dt.datetime | str | int
 
 _KEY_FORMAT = {"daily": "%Y-%m-%d", "hourly": "%Y-%m-%dT%H", "monthly": "%Y-%m"}
+_SPARK_KEY_FORMAT = {"daily": "yyyy-MM-dd", "hourly": "yyyy-MM-dd'T'HH", "monthly": "yyyy-MM"}
 _DEFAULT_TYPE = {"daily": "date", "hourly": "timestamp", "monthly": "string"}
 _DEFAULT_STR_FORMAT = {"daily": "%Y-%m-%d", "hourly": "%Y-%m-%d-%H", "monthly": "%Y-%m"}
 _DEFAULT_INT_FORMAT = {"daily": "%Y%m%d", "hourly": "%Y%m%d%H", "monthly": "%Y%m"}
 # The column types each granularity can be stored in (what from_spec accepts as partition.type).
 _COLUMN_KINDS = {
-    "daily": ("date", "string", "int"),
+    "daily": ("date", "timestamp", "string", "int"),
     "hourly": ("timestamp", "string", "int"),
-    "monthly": ("date", "string", "int"),
+    "monthly": ("date", "timestamp", "string", "int"),
 }
 _SPARK_KIND = {
     "date": "date",
@@ -89,11 +91,22 @@ class PartitionScheme:
             fmt = _DEFAULT_STR_FORMAT[spec.granularity]
         if typ == "int" and fmt is None:
             fmt = _DEFAULT_INT_FORMAT[spec.granularity]
-        if typ == "timestamp" and spec.granularity != "hourly":
-            raise UsageError(f"partition.type 'timestamp' needs granularity 'hourly', not {spec.granularity!r}")
         if typ == "date" and spec.granularity == "hourly":
             raise UsageError("partition.type 'date' cannot hold hourly partitions")
         return cls(spec.column, spec.granularity, typ, fmt)
+
+    @property
+    def ranged(self) -> bool:
+        """A timestamp column holds instants, not period names: a key stands for the [start, end)
+        range of its period (hidden partitioning: Iceberg `days(ts)`, `hours(ts)`, `months(ts)`),
+        and reads, overwrites, row checks and validation grouping all use that range."""
+        return self.type == "timestamp"
+
+    def key_column(self) -> Column:
+        """Each row's partition as text, equal to `column_text(k)` for the rows of key k."""
+        if self.ranged:
+            return F.date_format(F.col(self.column), _SPARK_KEY_FORMAT[self.granularity])
+        return F.col(self.column).cast("string")
 
     # ---- keys <-> periods -------------------------------------------------------------------
 
@@ -148,7 +161,10 @@ class PartitionScheme:
         return rendered
 
     def column_text(self, key: str) -> str:
-        """What `CAST(column AS STRING)` yields for this partition (session time zone UTC)."""
+        """What `key_column()` yields for this partition's rows: `CAST(column AS STRING)` (session
+        time zone UTC), or the key itself for a ranged column."""
+        if self.ranged:
+            return self.normalize(key)
         v = self.value(key)
         if isinstance(v, dt.datetime):
             return v.strftime("%Y-%m-%d %H:%M:%S")
@@ -160,6 +176,8 @@ class PartitionScheme:
         """Map a column value, as Spark casts it to string, back to its key; None if it is no key."""
         if text is None:
             return None
+        if self.ranged:
+            return self._period_key(text)
         try:
             if self.type == "date":
                 period = dt.datetime.combine(dt.date.fromisoformat(text), dt.time())
@@ -172,6 +190,16 @@ class PartitionScheme:
             return None
         key = self.key(period)
         return key if self.column_text(key) == text else None
+
+    def _period_key(self, text: str) -> str | None:
+        """The key of the period holding an instant ("2024-03-01 00:49:14") or named by a key."""
+        t = text.strip().replace("T", " ")
+        for fmt in ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H", "%Y-%m-%d", "%Y-%m"):
+            try:
+                return self.key(dt.datetime.strptime(t, fmt))
+            except ValueError:
+                continue
+        return None
 
     def _step(self, period: dt.datetime) -> dt.datetime:
         if self.granularity == "daily":
@@ -259,10 +287,31 @@ class PartitionScheme:
     # ---- predicates ---------------------------------------------------------------------------
 
     def predicate(self, keys: Sequence[str]) -> Column:
-        """`column IN (typed literals)` as a Column, for reads and Iceberg overwrites."""
-        return F.col(self.column).isin([F.lit(self.value(k)) for k in keys])
+        """`column IN (typed literals)` as a Column, for reads and Iceberg overwrites; for a
+        ranged column, `start <= column < end` per run of consecutive keys (aligned on the
+        periods, so Iceberg replaces whole `days(ts)` partitions)."""
+        if not self.ranged:
+            return F.col(self.column).isin([F.lit(self.value(k)) for k in keys])
+        col = F.col(self.column)
+        ranges = [(col >= F.lit(a)) & (col < F.lit(b)) for a, b in self.ranges(keys)]
+        return reduce(lambda x, y: x | y, ranges) if ranges else F.lit(False)
 
     def sql_predicate(self, keys: Sequence[str]) -> str:
         """The same predicate as SQL text, for APIs that only take text (Delta replaceWhere)."""
+        name = quote_identifier(self.column)
+        if self.ranged:
+            parts = [f"({name} >= {sql_literal(a)} AND {name} < {sql_literal(b)})" for a, b in self.ranges(keys)]
+            return " OR ".join(parts) if parts else "FALSE"
         literals = ", ".join(sql_literal(self.value(k)) for k in keys)
-        return f"{quote_identifier(self.column)} IN ({literals})"
+        return f"{name} IN ({literals})"
+
+    def ranges(self, keys: Sequence[str]) -> list[tuple[dt.datetime, dt.datetime]]:
+        """The keys' periods as [start, end) instants (aware UTC), consecutive periods merged."""
+        out: list[tuple[dt.datetime, dt.datetime]] = []
+        for period in sorted({self.parse_key(k) for k in keys}):
+            start, end = period.replace(tzinfo=dt.timezone.utc), self._step(period).replace(tzinfo=dt.timezone.utc)
+            if out and out[-1][1] == start:
+                out[-1] = (out[-1][0], end)
+            else:
+                out.append((start, end))
+        return out

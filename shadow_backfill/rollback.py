@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import RefusedError, UsageError
@@ -82,7 +81,7 @@ class Rollback:
     def _keys_at(self, version: int) -> list[str]:
         rows = (
             self.fmt.read(self.config.live_table, version)
-            .select(F.col(self.scheme.column).cast("string").alias("k"))
+            .select(self.scheme.key_column().alias("k"))
             .distinct()
             .collect()
         )

@@ -140,7 +140,7 @@ def count_rows_by_partition(df: DataFrame, scheme: PartitionScheme, keys: Sequen
     Only the grouped counts reach the driver (at most len(keys) + 1 rows), never the data.
     """
     expected = {scheme.column_text(k): k for k in keys}
-    rows = df.groupBy(F.col(scheme.column).cast("string").alias("k")).count().limit(len(keys) + 1).collect()
+    rows = df.groupBy(scheme.key_column().alias("k")).count().limit(len(keys) + 1).collect()
     stray = [r["k"] for r in rows if r["k"] not in expected]
     if stray:
         found = []

@@ -175,3 +175,23 @@ def category_c_retired(spark: SparkSession, partitions: list[dt.date]) -> DataFr
     """New logic for a table partitioned by (ds, cat): amounts doubled, and category "c" is no
     longer produced, so its sub-partitions must be cleared wherever a date is recomputed."""
     return events_v2(spark, partitions).filter(F.col("cat") != F.lit("c"))
+
+
+def instants(spark: SparkSession, periods: list[dt.datetime], scale: float = 1.0) -> DataFrame:
+    """Rows at instants inside each period (a few minutes past its start), for tables partitioned
+    by days/hours/months of a timestamp: ids 0..ROWS_PER_DAY-1 per period."""
+    starts = spark.range(1).select(F.explode(F.array(*[F.lit(p) for p in periods])).alias("start"))
+    df = starts.crossJoin(spark.range(ROWS_PER_DAY))
+    ts = (F.col("start").cast("long") + F.col("id") * 97 + 13).cast("timestamp")
+    h = F.abs(F.xxhash64("id", "start"))
+    return df.select(F.col("id"), (h % 1000 / 10.0 * F.lit(scale)).alias("amount"), ts.alias("event_ts"))
+
+
+def instants_v2(spark: SparkSession, periods: list[dt.datetime]) -> DataFrame:
+    return instants(spark, periods, scale=2.0)
+
+
+def instants_spilling(spark: SparkSession, periods: list[dt.datetime]) -> DataFrame:
+    """One row a second before the first period starts: outside every requested partition."""
+    early = instants(spark, periods[:1]).limit(1).withColumn("event_ts", F.lit(periods[0] - dt.timedelta(seconds=1)))
+    return instants(spark, periods).unionByName(early)

@@ -113,7 +113,7 @@ def test_bogus_spark_master_fails_before_spark_starts(tmp_path: Path) -> None:
 
 
 def scheme(**kw: object) -> PartitionScheme:
-    return PartitionScheme.from_spec(PartitionSpec(column="ds", **kw))  # type: ignore[arg-type]
+    return PartitionScheme.from_spec(PartitionSpec(**{"column": "ds", **kw}))  # type: ignore[arg-type]
 
 
 def test_daily_range_and_reversed_range() -> None:
@@ -137,7 +137,7 @@ def test_hourly_and_monthly() -> None:
         "2024-01-02T01",
     ]
     assert h.value("2024-01-01T22") == dt.datetime(2024, 1, 1, 22, tzinfo=dt.timezone.utc)
-    assert h.column_text("2024-01-01T22") == "2024-01-01 22:00:00"
+    assert h.column_text("2024-01-01T22") == "2024-01-01T22"  # a timestamp column is ranged: rows group by period
     assert h.key_from_column_text("2024-01-01 22:00:00") == "2024-01-01T22"
     m = scheme(granularity="monthly")
     assert m.expand("2023-11", "2024-02") == ["2023-11", "2023-12", "2024-01", "2024-02"]
@@ -179,7 +179,10 @@ def test_repeated_partitions_are_kept_once_in_order() -> None:
         ({"type": "string"}, "varchar(10)", None),
         ({"granularity": "monthly"}, "string", None),
         ({"granularity": "hourly"}, "date", "'ds' of t is date, which cannot hold hourly partitions"),
-        ({"granularity": "monthly"}, "timestamp", "needs a date, string, int column"),
+        ({"granularity": "monthly"}, "timestamp", "is timestamp, but partition.type is 'string': set partition.type"),
+        ({"granularity": "monthly", "type": "timestamp"}, "timestamp", None),
+        ({"type": "timestamp"}, "timestamp", None),
+        ({"granularity": "hourly"}, "double", "needs a timestamp, string, int column"),
         ({}, "double", "'ds' of t is double, which cannot hold daily partitions"),
         ({}, "string", "is string, but partition.type is 'date': set partition.type to 'string'"),
         ({"type": "string"}, "int", "is int, but partition.type is 'string': set partition.type to 'int'"),
@@ -192,6 +195,29 @@ def test_partition_column_type_must_fit(spec: dict, column_type: str, words: str
     else:
         with pytest.raises(ConfigError, match=re.escape(words)):
             s.check_column_type(column_type, "t")
+
+
+def test_a_timestamp_column_maps_each_key_to_its_period() -> None:
+    """Hidden partitioning (`days(event_ts)`): a key is a [start, end) range of the timestamp,
+    consecutive keys make one range, and any instant maps back to the key of its period."""
+    utc = dt.timezone.utc
+    d = scheme(column="event_ts", type="timestamp")
+    assert d.ranged and not scheme().ranged
+    assert d.ranges(["2024-03-02", "2024-03-01", "2024-03-04"]) == [
+        (dt.datetime(2024, 3, 1, tzinfo=utc), dt.datetime(2024, 3, 3, tzinfo=utc)),
+        (dt.datetime(2024, 3, 4, tzinfo=utc), dt.datetime(2024, 3, 5, tzinfo=utc)),
+    ]
+    assert d.sql_predicate(["2024-03-01"]) == (
+        "(`event_ts` >= TIMESTAMP'2024-03-01 00:00:00' AND `event_ts` < TIMESTAMP'2024-03-02 00:00:00')"
+    )
+    assert d.key_from_column_text("2024-03-01 00:49:14") == "2024-03-01"
+    assert d.key_from_column_text("2024-03-01 23:59:59.999999") == "2024-03-01"
+    assert d.column_text("2024-03-01") == "2024-03-01"
+    m = scheme(column="event_ts", type="timestamp", granularity="monthly")
+    assert m.ranges(["2023-12"]) == [(dt.datetime(2023, 12, 1, tzinfo=utc), dt.datetime(2024, 1, 1, tzinfo=utc))]
+    assert m.key_from_column_text("2024-02-29 13:00:00") == "2024-02"
+    h = scheme(column="event_ts", type="timestamp", granularity="hourly")
+    assert h.key_from_column_text("2024-03-01 05:59:59") == "2024-03-01T05"
 
 
 def test_sql_literals_cannot_inject() -> None:

@@ -8,13 +8,18 @@ goes into snapshot properties.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+import datetime as dt
+import importlib
+import re
+from collections.abc import Callable, Mapping, Sequence
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from shadow_backfill.config import BackfillConfig
+from shadow_backfill.errors import ConfigError
 from shadow_backfill.formats.base import (
     COMMIT_ID_PROPERTY,
     Bound,
@@ -27,6 +32,21 @@ from shadow_backfill.formats.base import (
     user_jars,
 )
 from shadow_backfill.formats.runtimes import spark_line
+
+_TRANSFORM = re.compile(r"^(years|months|days|hours)\((\w+)\)$")
+
+
+def _partition_expr(spec: str) -> Column:
+    """A partition spec entry (`ds`, `days(event_ts)`) as the Column `partitionedBy` takes."""
+    m = _TRANSFORM.match(spec)
+    if m is None:
+        return F.col(spec)
+    # pyspark.sql.functions.partitioning on Spark 4 (the top-level names are deprecated there)
+    transforms = importlib.import_module("pyspark.sql.functions")
+    with contextlib.suppress(ImportError):
+        transforms = importlib.import_module("pyspark.sql.functions.partitioning")
+    fn: Callable[[Column], Column] = getattr(transforms, m.group(1))
+    return fn(F.col(m.group(2)))
 
 
 class IcebergFormat(TableFormat):
@@ -65,9 +85,32 @@ class IcebergFormat(TableFormat):
         return self.spark.table(table).schema
 
     def partition_columns(self, table: str) -> list[str]:
-        part = self.spark.table(f"{table}.partitions").schema["partition"].dataType
-        assert isinstance(part, StructType)
-        return list(part.fieldNames())
+        """The partition spec as DESCRIBE shows it: identity columns by name, hidden partitions as
+        their transform (`days(event_ts)`), which `create` reads back."""
+        rows = self.spark.sql(f"DESCRIBE TABLE {table}").collect()
+        return [str(r["data_type"]) for r in rows if str(r["col_name"] or "").startswith("Part ")]
+
+    def _partition_text(self, table: str, struct: str) -> Column:
+        """The backfill partition's key text from a metadata table's partition struct (`partitions`,
+        `all_entries`): an identity field as text, a `days`/`hours`/`months` field (a date, hours
+        or months since 1970) as the key of its period."""
+        col = self.scheme.column
+        for spec in self.partition_columns(table):
+            m = _TRANSFORM.match(spec)
+            if spec == col:
+                return F.col(f"{struct}.{col}").cast("string")
+            if m and m.group(2) == col:
+                field = F.col(f"{struct}.{col}_{m.group(1).rstrip('s')}")
+                if m.group(1) == "days":
+                    return F.date_format(field, "yyyy-MM-dd")
+                if m.group(1) == "hours":
+                    return F.date_format(F.timestamp_seconds(field.cast("long") * 3600), "yyyy-MM-dd'T'HH")
+                if m.group(1) == "months":
+                    return F.date_format(F.add_months(F.lit(dt.date(1970, 1, 1)), field), "yyyy-MM")
+        raise ConfigError(
+            f"{table} is not partitioned by {col!r} or by days/hours/months of it (its partitioning: "
+            f"{', '.join(self.partition_columns(table)) or 'none'})"
+        )
 
     def refresh(self, table: str) -> None:
         # SparkCatalog caches loaded tables (cache-enabled): a long-lived session would otherwise
@@ -117,7 +160,7 @@ class IcebergFormat(TableFormat):
         rows = (
             self.spark.table(f"{table}.all_entries")
             .filter((F.col("snapshot_id") == F.lit(commit.version)) & (F.col("status") != F.lit(0)))
-            .select(F.col(f"data_file.partition.{self.scheme.column}").cast("string").alias("k"))
+            .select(self._partition_text(table, "data_file.partition").alias("k"))
             .distinct()
             .collect()
         )
@@ -139,10 +182,9 @@ class IcebergFormat(TableFormat):
         return TableIdentity(id=row["id"], location=normalize_location(row["location"]))
 
     def partition_row_counts(self, table: str) -> dict[str, int]:
-        col = self.scheme.column
         rows = (
             self.spark.table(f"{table}.partitions")
-            .select(F.col(f"partition.{col}").cast("string").alias("k"), F.col("record_count").alias("n"))
+            .select(self._partition_text(table, "partition").alias("k"), F.col("record_count").alias("n"))
             .collect()
         )
         out: dict[str, int] = {}
@@ -179,7 +221,7 @@ class IcebergFormat(TableFormat):
     def create(self, table: str, schema: StructType, partition_columns: Sequence[str]) -> None:
         writer = empty_frame(self.spark, schema).writeTo(table).using("iceberg")
         if partition_columns:
-            writer = writer.partitionedBy(*[F.col(p) for p in partition_columns])
+            writer = writer.partitionedBy(*[_partition_expr(p) for p in partition_columns])
         writer.create()
 
     def drop(self, table: str) -> None:

@@ -36,6 +36,7 @@ class DriftProfiler:
         live: DataFrame,
         *,
         partition: str,
+        partition_text: Column | None = None,
         keys: Sequence[str],
         max_categories: int,
         extra_aggs: Mapping[str, Column] | None = None,
@@ -45,7 +46,8 @@ class DriftProfiler:
         expected: Sequence[str] = (),
     ) -> None:
         self.plan = plan_columns(shadow.schema, live.schema, partition, keys)
-        text = F.col(partition).cast("string")
+        # Each row's partition as text: the column cast to text, or its period for a ranged column.
+        text = F.col(partition).cast("string") if partition_text is None else partition_text
         self.union = tag(shadow, "shadow", text).unionByName(tag(live, "live", text), allowMissingColumns=True)
         self.extra_aggs = dict(extra_aggs or {})
         self.facts = FactsSpec(

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import ConfigError, TableNotFoundError, UsageError
@@ -170,6 +169,7 @@ class Validator:
             shadow,
             live,
             partition=self.scheme.column,
+            partition_text=self.scheme.key_column(),
             keys=self.config.keys,
             max_categories=self.config.validation.max_categories,
             extra_aggs=extra,
@@ -184,7 +184,7 @@ class Validator:
         profiles = profiler.run(texts)
         done = {c.expectation.id for c in compiled} | {e.id for e in unique}
         others = [e for e in expectations if e.id not in done]
-        other_outcomes = evaluate_fast(shadow, F.col(self.scheme.column).cast("string"), others, texts)
+        other_outcomes = evaluate_fast(shadow, self.scheme.key_column(), others, texts)
 
         judge = Judge(self.config.validation, profiler.plan)
         out = []
