@@ -34,6 +34,7 @@ from shadow_backfill.formats.base import (
 from shadow_backfill.formats.runtimes import spark_line
 
 _TRANSFORM = re.compile(r"^(years|months|days|hours)\((\w+)\)$")
+_UNITS = {"year": "years", "month": "months", "day": "days", "hour": "hours"}  # field suffix -> transform
 
 
 def _partition_expr(spec: str) -> Column:
@@ -85,10 +86,21 @@ class IcebergFormat(TableFormat):
         return self.spark.table(table).schema
 
     def partition_columns(self, table: str) -> list[str]:
-        """The partition spec as DESCRIBE shows it: identity columns by name, hidden partitions as
-        their transform (`days(event_ts)`), which `create` reads back."""
-        rows = self.spark.sql(f"DESCRIBE TABLE {table}").collect()
-        return [str(r["data_type"]) for r in rows if str(r["col_name"] or "").startswith("Part ")]
+        """The partition spec: identity columns by name, hidden partitions as their transform
+        (`days(event_ts)`), which `create` reads back. Read from the fields of the `partitions`
+        metadata table (an analysis, no Spark job): Iceberg names an identity field after its
+        column and a `days`/`hours`/`months`/`years` field `<column>_day` (... `_year`)."""
+        part = self.spark.table(f"{table}.partitions").schema["partition"].dataType
+        assert isinstance(part, StructType)
+        columns = set(self.schema(table).fieldNames())
+        specs = []
+        for field in part.fieldNames():
+            source, _, unit = field.rpartition("_")
+            if field not in columns and source in columns and unit in _UNITS:
+                specs.append(f"{_UNITS[unit]}({source})")
+            else:
+                specs.append(field)
+        return specs
 
     def _partition_text(self, table: str, struct: str) -> Column:
         """The backfill partition's key text from a metadata table's partition struct (`partitions`,
