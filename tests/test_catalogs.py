@@ -28,6 +28,11 @@ from shadow_backfill.formats import format_class
 pytestmark = pytest.mark.classic
 
 # setup -> (format, live table name, the statement that makes its namespace, as its owner would)
+# The embedded Hive 2.3 metastore has no lock tables, so Iceberg commits there without a lock;
+# Hive 2.3 cannot check the expected metadata location either, so two concurrent commits would
+# overwrite each other's pointer (a real metastore locks). Recompute chunks run one at a time
+# there: the fixture's limit, not the tool's.
+ONE_WRITER = {"iceberg-hms"}
 CATALOGS = {
     "iceberg-hms": ("iceberg", "hms.{ns}.events", "CREATE NAMESPACE IF NOT EXISTS hms.{ns}"),
     "iceberg-rest": ("iceberg", "rest.{ns}.events", "CREATE NAMESPACE IF NOT EXISTS rest.{ns}"),
@@ -50,6 +55,7 @@ def named(request: pytest.FixtureRequest, spark: Any, tmp_path: Path, warehouse:
         spark={"conf": conf},
         transform={"function": "sb_test_transforms:drift_on_one_day"},
         validation=QUIET,
+        **({"run": {"max_parallel": 1}} if request.param in ONE_WRITER else {}),
     )
 
 
@@ -68,7 +74,8 @@ def test_backfill_promote_and_roll_back_a_table_in_a_catalog(named: Backfill) ->
     bf = named
     keys = bf.scheme.expand("2024-01-01", "2024-01-10")
     before = bf.spark.createDataFrame(_by_name(bf, bf.live_table, keys).collect(), bf.read_live().schema)
-    assert bf.run(keys[0], keys[-1]).ok
+    run = bf.run(keys[0], keys[-1])
+    assert run.ok, run.failed
     live_ns = bf.live_table.rsplit(".", 1)[0]
     assert bf.shadow_table == f"{bf.live_table}_v2" and bf.shadow_table.rsplit(".", 1)[0] == live_ns
     assert bf.spark.catalog.tableExists(bf.shadow_table), "the shadow is created by name, beside live"
