@@ -14,8 +14,7 @@ from shadow_backfill.cli import app
 
 def test_demo_recomputes_validates_and_reports(backend: Backend, tmp_path: Path) -> None:
     demo = tmp_path / "demo"
-    remote = ["--remote", "sail"] if backend.name.endswith("-sail") else []
-    result = CliRunner().invoke(app, ["demo", str(demo), "--format", backend.format, "--days", "12", *remote])
+    result = CliRunner().invoke(app, ["demo", str(demo), "--format", backend.format, "--days", "12", *backend.remote()])
     assert result.exit_code == 0, result.output
     assert "12 written, 0 skipped, 0 failed" in result.output
     cfg = demo / "backfill.yaml"

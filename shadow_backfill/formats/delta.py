@@ -244,6 +244,12 @@ class DeltaFormat(TableFormat):
         text = f"{type(exc).__name__}: {exc}"
         return ("Concurrent" in text and "Exception" in text) or "Failed to commit transaction" in text
 
+    def is_validation_conflict(self, exc: BaseException) -> bool:
+        """delta-spark refuses a commit when another one landed in its partitions after its
+        transaction began (a killed Spark Connect client's promotion still running on the server
+        is one); the promotion then plans again and sees that commit in the history."""
+        return self.is_commit_conflict(exc)
+
     # ---- reads --------------------------------------------------------------------------------
 
     def read(self, table: str, version: int | None = None) -> DataFrame:

@@ -1,0 +1,79 @@
+"""A real Spark Connect server for the `connect` backends: Spark 4's built-in one, started from
+the installed PySpark (its `spark-submit` and jars) on loopback, with the official Iceberg and
+delta-spark runtimes of `runtimes.py`, an Iceberg Hadoop catalog `local` and delta-spark's catalog.
+
+Spark 3.5's server (the separate `spark-connect_2.12` package) has no bind-address setting and
+listens on every interface, so the tests start one only on Spark 4 (see README, "Spark Connect").
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pyspark
+
+from shadow_backfill.formats.runtimes import spark_line
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+LOG4J = Path(__file__).parents[1] / "shadow_backfill" / "resources" / "log4j2.properties"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def server_conf(warehouse: Path, extra: dict[str, str]) -> dict[str, str]:
+    """The server's settings: what a platform team would configure for its users' Spark Connect
+    endpoint (formats and catalogs are server-side; a Connect client cannot add jars)."""
+    line = spark_line()
+    return {
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.jars.packages": f"{line.iceberg},{line.delta}",
+        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions,"
+        "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.sql.catalog.local": "org.apache.iceberg.spark.SparkCatalog",
+        "spark.sql.catalog.local.type": "hadoop",
+        "spark.sql.catalog.local.warehouse": str(warehouse / "iceberg"),
+        "spark.sql.warehouse.dir": str(warehouse / "spark"),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": "false",
+        "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{LOG4J}",
+        **extra,
+    }
+
+
+def start(warehouse: Path, log: Path, extra: dict[str, str], timeout_s: float = 600) -> tuple[subprocess.Popen, str]:
+    """Start the server and wait until it accepts connections; returns it and its sc:// URL.
+    Raises RuntimeError naming the log when it exits or does not listen in time."""
+    if spark_line().spark == "3.5":
+        raise RuntimeError(
+            "Spark 3.5's Connect server listens on every interface (no spark.connect.grpc.binding.address): "
+            "the connect tests run on PySpark 4"
+        )
+    home = Path(pyspark.__file__).parent
+    port = _free_port()
+    conf = {**server_conf(warehouse, extra), "spark.connect.grpc.binding.port": str(port)}
+    cmd = [str(home / "bin" / "spark-submit"), "--master", "local[2]", "--class", SERVER_CLASS]
+    for k, v in conf.items():
+        cmd += ["--conf", f"{k}={v}"]
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1"}
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the Spark Connect server exited with {proc.returncode}; see {log}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return proc, f"sc://127.0.0.1:{port}"
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    raise RuntimeError(f"the Spark Connect server did not listen within {timeout_s:.0f} s; see {log}")
