@@ -35,17 +35,23 @@ from shadow_backfill import Backfill  # noqa: E402
 from shadow_backfill.config import load_config  # noqa: E402
 
 START, END = "2024-01-01", "2024-01-10"
-# Tiny data: few partitions, no adaptive re-planning or whole-stage code generation (compiling
-# code costs more than it saves on a few rows), Delta's log replayed in 2 tasks rather than 50.
-# Measured on tests/test_recompute.py + test_promote.py: 201 s -> 114 s. $SB_TEST_SPARK_CONF
-# (JSON) adds settings, to measure their effect.
+# Tiny data: few partitions, no adaptive re-planning, no generated code at all (interpreted
+# expressions: compiling code per query, then JIT-compiling it, costs more than it saves on a few
+# rows), Delta's log replayed in 2 tasks rather than 50. Measured on tests/test_recompute.py +
+# test_promote.py: 201 s -> 114 s; generated code off as well: test_promote.py 142 s -> 108 s.
+# $SB_TEST_SPARK_CONF (JSON) adds settings, to measure their effect.
 TEST_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.codegen.wholeStage": "false",
     "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
+# The JVMs of CLI processes the tests start live seconds: the quick JIT compiler only (C2 spends
+# more CPU compiling than those seconds win back) and the serial collector. The long-lived test
+# session keeps the JVM's defaults (its own `spark.driver.extraJavaOptions` replaces these).
+CLI_JVM = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
 # The classic session's resolved jars, linked into one folder once it has started: CLI processes
 # the tests start (kill trials, the killed run) get them by `spark.jars_dir`, as an offline user
 # does, instead of each asking Ivy again.
@@ -98,7 +104,7 @@ def base_config(kind: str, warehouse: Path, **overrides: Any) -> dict[str, Any]:
             "master": "local[2]",
             "warehouse": str(warehouse),
             **({"jars_dir": JARS["dir"]} if "dir" in JARS else {}),
-            "conf": {**TEST_CONF, **json.loads(os.environ.get("SB_TEST_SPARK_CONF", "{}"))},
+            "conf": {**TEST_CONF, **CLI_JVM, **json.loads(os.environ.get("SB_TEST_SPARK_CONF", "{}"))},
         }
     live = f"local.{ns}.events" if fmt == "iceberg" else str(warehouse / ns / "events")
     cfg: dict[str, Any] = {

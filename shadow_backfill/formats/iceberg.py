@@ -187,8 +187,9 @@ class IcebergFormat(TableFormat):
         )
         if latest is None:
             return None
-        meta = self.spark.read.option("multiLine", "true").json(latest["file"])
-        row = meta.select(F.col("`table-uuid`").alias("id"), F.col("location")).first()
+        # Only the two fields, by schema: inferring the whole metadata file's schema is a Spark job.
+        meta = self.spark.read.schema("`table-uuid` string, location string").option("multiLine", "true")
+        row = meta.json(latest["file"]).select(F.col("`table-uuid`").alias("id"), F.col("location")).first()
         if row is None:
             return None
         return TableIdentity(id=row["id"], location=normalize_location(row["location"]))
