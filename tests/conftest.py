@@ -161,14 +161,12 @@ def validated(make: MakeBackfill) -> Backfill:
 
 
 def seed(bf: Backfill, start: str = START, end: str = END, partitioned_by: tuple[str, ...] = ("ds",)) -> None:
-    """Create the live table with the v1 transform over the test range."""
+    """Create the live table with the v1 transform over the test range, in one commit."""
     import sb_test_transforms as t
 
     keys = bf.scheme.expand(start, end)
     df = t.events(bf.spark, [bf.scheme.value(k) for k in keys])
-    fmt = bf.table_format
-    fmt.create(bf.live_table, df.schema, list(partitioned_by))
-    fmt.overwrite_partitions(bf.live_table, df, keys)
+    bf.table_format.create(bf.live_table, df.schema, list(partitioned_by), data=df)
 
 
 def state_count(db: str, sql: str) -> int | None:

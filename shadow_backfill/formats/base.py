@@ -173,8 +173,11 @@ class TableFormat(ABC):
     # ---- writes -------------------------------------------------------------------------------
 
     @abstractmethod
-    def create(self, table: str, schema: StructType, partition_columns: Sequence[str]) -> None:
-        """Create an empty table; fails if it exists."""
+    def create(
+        self, table: str, schema: StructType, partition_columns: Sequence[str], data: DataFrame | None = None
+    ) -> None:
+        """Create a table, empty or holding `data` (one commit, not a create then a write: seeding
+        a table costs one job); fails if it exists."""
 
     def create_like(self, source: str, target: str, schema: StructType | None = None) -> None:
         """Create `target` partitioned like `source`, with `schema` (default: source's schema).

@@ -260,8 +260,11 @@ class DeltaFormat(TableFormat):
 
     # ---- writes -------------------------------------------------------------------------------
 
-    def create(self, table: str, schema: StructType, partition_columns: Sequence[str]) -> None:
-        writer = empty_frame(self.spark, schema).write.format("delta").partitionBy(*partition_columns).mode("error")
+    def create(
+        self, table: str, schema: StructType, partition_columns: Sequence[str], data: DataFrame | None = None
+    ) -> None:
+        frame = empty_frame(self.spark, schema) if data is None else data
+        writer = frame.write.format("delta").partitionBy(*partition_columns).mode("error")
         if self.is_name(table):
             writer.saveAsTable(table)
         else:

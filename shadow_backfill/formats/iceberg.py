@@ -231,8 +231,10 @@ class IcebergFormat(TableFormat):
 
     # ---- writes -------------------------------------------------------------------------------
 
-    def create(self, table: str, schema: StructType, partition_columns: Sequence[str]) -> None:
-        writer = empty_frame(self.spark, schema).writeTo(table).using("iceberg")
+    def create(
+        self, table: str, schema: StructType, partition_columns: Sequence[str], data: DataFrame | None = None
+    ) -> None:
+        writer = (empty_frame(self.spark, schema) if data is None else data).writeTo(table).using("iceberg")
         if partition_columns:
             writer = writer.partitionedBy(*[_partition_expr(p) for p in partition_columns])
         writer.create()
