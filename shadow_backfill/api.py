@@ -8,6 +8,8 @@ bf.read_shadow(["2024-01-05"]).show()
 
 from __future__ import annotations
 
+import time
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -266,6 +268,17 @@ class Backfill:
             plan, rec = self.promote(passing)
         reports = self.report(report_dir or self.config.base_dir / "report")
         return BackfillResult(run, checked, plan, rec, reports, promote)
+
+    def gc(self, *, dry_run: bool = False) -> dict[str, list[str] | None]:
+        """Delete replaced partition data older than `promote.retention_days` from the live and
+        shadow tables: per table, the folders deleted (None where the format keeps its own)."""
+        older_than_ms = int((time.time() - self.config.promote.retention_days * 86400) * 1000)
+        fmt = self.table_format
+        return {
+            table: fmt.collect_garbage(table, older_than_ms, dry_run=dry_run)
+            for table in (self.live_table, self.shadow_table)
+            if fmt.exists(table)
+        }
 
     def history(self) -> list[PromotionRecord]:
         """Promotions and rollbacks of the live table, oldest first (commits missing from the

@@ -267,6 +267,9 @@ class ValidationSpec(_Strict):
 class PromoteSpec(_Strict):
     # Promote partitions whose verdict is warn too (default: only pass).
     allow_warn: bool = False
+    # Replaced partition data stays this long as the rollback target (formats that keep it
+    # themselves, Parquet); `shadow-backfill gc` deletes what is older.
+    retention_days: float = Field(default=7.0, ge=0)
 
 
 class StateSpec(_Strict):

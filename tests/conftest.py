@@ -343,6 +343,8 @@ class Backend:
     gaps: tuple[tuple[str, str], ...] = ()
     # A Spark Connect server runs a killed client's operations to their end (Sail stops them).
     server_outlives_client: bool = False
+    # Situations that cannot arise on this backend: key -> why (the test is skipped, saying so).
+    inapplicable: tuple[tuple[str, str], ...] = ()
 
     def remote(self) -> list[str]:
         """The `--remote` option that puts a CLI command on this backend's engine."""
@@ -350,10 +352,14 @@ class Backend:
         return {"sail": ["--remote", "sail"], "connect": ["--remote", CONNECT.get("url", "")]}.get(engine, [])
 
     def known_gap(self, request: pytest.FixtureRequest, key: str) -> None:
-        """Mark the running test a strict xfail when this backend has gap `key`."""
+        """Mark the running test a strict xfail when this backend has gap `key`; skip it when the
+        situation `key` cannot arise on this backend."""
         reason = dict(self.gaps).get(key)
         if reason is not None:
             request.applymarker(pytest.mark.xfail(reason=f"{self.name}: {reason}", strict=True))
+        why = dict(self.inapplicable).get(key)
+        if why is not None:
+            pytest.skip(f"{self.name}: {why}")
 
     def alias(self, bf: Backfill) -> str:
         """Another spelling of `bf.live_table` that resolves to the same table."""
@@ -455,6 +461,18 @@ class DeltaPaths(Backend):
         return len(list((self.location(bf, table) / "_delta_log").glob("*.json")))
 
 
+class ParquetPaths(DeltaPaths):
+    """Hive-style Parquet folders by path: the data files are the live folders' (not the kept
+    generations' under `_shadow_backfill/`), a commit is the next log file."""
+
+    def data_files(self, bf: Backfill, table: str) -> list[Path]:
+        root = self.location(bf, table)
+        return sorted(f for f in root.rglob("*.parquet") if "_shadow_backfill" not in f.relative_to(root).parts)
+
+    def commits(self, bf: Backfill, table: str) -> int:
+        return len(list((self.location(bf, table) / "_shadow_backfill" / "log").glob("*.json")))
+
+
 ICEBERG = IcebergClassic(
     "iceberg",
     "iceberg",
@@ -463,7 +481,14 @@ ICEBERG = IcebergClassic(
     "Py4JJavaError",
 )
 DELTA = DeltaPaths("delta", "delta", "spark", "/nonexistent/table", "Py4JJavaError")
+# Plain Parquet keeps no list of files: files deleted from a live folder are another writer's
+# change, which the format adopts as a version of its own (test_parquet_folders.py).
+NO_FILE_LIST = (("listed_files_gone", "a folder table lists no files; deleted files are another writer's change"),)
+PARQUET = ParquetPaths("parquet", "parquet", "spark", "/nonexistent/table", "Py4JJavaError", inapplicable=NO_FILE_LIST)
 DELTA_SAIL = DeltaPaths("delta-sail", "delta", "sail_spark", "/nonexistent/table", "QueryExecutionException")
+PARQUET_SAIL = ParquetPaths(
+    "parquet-sail", "parquet", "sail_spark", "/nonexistent/table", "QueryExecutionException", inapplicable=NO_FILE_LIST
+)
 # Spark 4.1's Connect server drops named SQL parameters when Iceberg's or Delta's SQL extension
 # parser is installed, even with the legacy binding setting that mends classic Spark 4.1.
 SQL_PARAMS_GAP = ("sql_parameters", "Spark 4.1 Connect with the Iceberg/Delta parsers leaves :partition unbound")
@@ -476,7 +501,9 @@ DELTA_CONNECT = DeltaPaths(
 BACKENDS = [
     pytest.param(ICEBERG, id=ICEBERG.name, marks=pytest.mark.classic),
     pytest.param(DELTA, id=DELTA.name, marks=pytest.mark.classic),
+    pytest.param(PARQUET, id=PARQUET.name, marks=pytest.mark.classic),
     pytest.param(DELTA_SAIL, id=DELTA_SAIL.name, marks=pytest.mark.sail),
+    pytest.param(PARQUET_SAIL, id=PARQUET_SAIL.name, marks=pytest.mark.sail),
     pytest.param(ICEBERG_CONNECT, id=ICEBERG_CONNECT.name, marks=pytest.mark.connect),
     pytest.param(DELTA_CONNECT, id=DELTA_CONNECT.name, marks=pytest.mark.connect),
 ]

@@ -267,6 +267,7 @@ CASES = [
         "error: {engine_error}: ",
         stage="recomputed",
         damage=delete_live_data_files,
+        gap="listed_files_gone",
         logged=True,
     ),
     # the state store, the warehouse and the report folder

@@ -54,6 +54,8 @@ TRIALS = {  # why fewer on classic Spark: see the module docstring
     "delta-connect": {"recompute": 3, "promote": 4},
     "iceberg-connect": {"recompute": 3, "promote": 4},
     "iceberg": {"recompute": 2, "promote": 3},
+    "parquet": {"recompute": 2, "promote": 3},
+    "parquet-sail": {"recompute": 20, "promote": 20},
 }
 SPARK_LINE_SLICE = {"3.5": 0, "4.0": 1, "4.1": 1}  # which slice of the seeded kill points a line runs
 EXTRA_PROMOTE_TRIALS = 4  # drawn only while no kill has yet landed on one side of the commit

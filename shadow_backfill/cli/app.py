@@ -155,6 +155,24 @@ def rollback(
 
 @app.command()
 @handle_errors
+def gc(
+    config: Path = ConfigArg,
+    dry_run: bool = typer.Option(False, "--dry-run", help="List what would be deleted; delete nothing."),
+) -> None:
+    """Delete replaced partition data older than promote.retention_days (the rollback targets)."""
+    bf = Backfill.from_config(config)
+    for table, deleted in bf.gc(dry_run=dry_run).items():
+        if deleted is None:
+            out.print(f"{table}: its format keeps its own retention; nothing to delete")
+            continue
+        verb = "would delete" if dry_run else "deleted"
+        out.print(f"{table}: {verb} {len(deleted)} folder(s) older than {bf.config.promote.retention_days:g} day(s)")
+        for path in deleted:
+            out.print(f"  {path}", markup=False)
+
+
+@app.command()
+@handle_errors
 def history(
     config: Path = ConfigArg,
     as_json: bool = typer.Option(False, "--json", help="Print a JSON list instead of a table."),

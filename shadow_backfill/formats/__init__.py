@@ -70,6 +70,15 @@ FORMATS: dict[str, FormatSpec] = {
             identifier_only=False,
             demo_live_table="warehouse/delta/features",
         ),
+        FormatSpec(
+            name="parquet",
+            title="Parquet",
+            module="shadow_backfill.formats.parquet",
+            class_name="ParquetFormat",
+            summary="Hive-style Parquet folders by path (col=value/), switched by versioned partition folders",
+            identifier_only=False,
+            demo_live_table="warehouse/parquet/features",
+        ),
     )
 }
 

@@ -332,5 +332,11 @@ class TableFormat(ABC):
         """True when a write lost an optimistic-concurrency race and can simply be tried again."""
         return False
 
+    def collect_garbage(self, table: str, older_than_ms: int, dry_run: bool = False) -> list[str] | None:
+        """Delete the data this tool kept only as a rollback target and no version newer than
+        `older_than_ms` uses; the paths deleted (or that would be). None: the format keeps its own
+        retention (Iceberg snapshot expiry, Delta VACUUM) and the tool deletes nothing."""
+        return None
+
     def describe(self, table: str) -> dict[str, Any]:
         return {"format": self.name, "table": table, "version": self.current_version(table)}

@@ -1,0 +1,342 @@
+"""Versions and crash-safe switches for a Hive-style folder table, kept beside its data.
+
+Plain Parquet in `col=value/` folders has no snapshots and no atomic commit. This log adds
+both without changing what other readers of the folders see:
+
+    <root>/<col>=<value>/                          the current data of a partition (any reader)
+    <root>/_shadow_backfill/gen/<gid>/<col>=<value>/  every other generation: staged or kept
+    <root>/_shadow_backfill/log/<version>.json     one file per version: the table's whole state
+    <root>/_shadow_backfill/log/<version>.applied  that version's folder switch has finished
+
+A generation (`gid`) is written once and never modified; it is either current (at the root) or
+kept (under `gen/`). A version lists, for each partition folder, the generation it holds. A
+commit writes its version file first (the journal: the switch it intends, created exclusively),
+then moves folders, then marks the version applied. A killed switch is rolled forward by the
+next process that opens the table, so each partition ends all-old or all-new and the log agrees
+with the folders. Folders that changed behind the log's back (another writer's dynamic
+overwrite or append) are adopted as a version of their own, so such a write is seen as a commit
+by another writer. Spark skips `_`-prefixed folders, so readers never see `_shadow_backfill`.
+
+Local and mounted file systems only: the switch relies on POSIX rename and `flock`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from urllib.parse import unquote
+
+META = "_shadow_backfill"
+
+
+@dataclass(frozen=True)
+class Folder:
+    """One partition folder's data at one version: which generation holds it, and its facts."""
+
+    key: str
+    gid: str
+    fingerprint: str
+    rows: int
+
+
+@dataclass(frozen=True)
+class Version:
+    """The table's whole state after one commit."""
+
+    version: int
+    timestamp_ms: int
+    operation: str
+    properties: dict[str, str]
+    touched: list[str]  # partition keys this version changed
+    schema: str  # Spark StructType JSON
+    partition_columns: list[str]
+    table_id: str
+    folders: dict[str, Folder] = field(default_factory=dict)  # folder name -> its data
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Version:
+        raw = json.loads(text)
+        raw["folders"] = {name: Folder(**f) for name, f in raw["folders"].items()}
+        return cls(**raw)
+
+    def keys(self) -> set[str]:
+        return {f.key for f in self.folders.values()}
+
+
+class Changed(Exception):
+    """Folders differ from the log: another writer's files are there."""
+
+
+def fingerprint(folder: Path) -> str:
+    """A digest of every file under `folder` (path, size, mtime): a rename keeps all three, so a
+    generation moved into place keeps its fingerprint; another writer's files change it."""
+    digest = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            st = path.stat()
+            digest.update(f"{path.relative_to(folder)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def count_rows(folder: Path) -> int:
+    """Rows in the Parquet files under `folder`, from their footers (no Spark job)."""
+    import pyarrow.parquet as pq
+
+    return sum(
+        pq.read_metadata(Path(dirpath) / name).num_rows
+        for dirpath, _, filenames in os.walk(folder)
+        for name in filenames
+        if not name.startswith((".", "_"))
+    )
+
+
+def folder_text(name: str) -> str | None:
+    """The partition value text of a folder `col=value` (Hive escaping undone)."""
+    _, sep, value = name.partition("=")
+    return unquote(value) if sep else None
+
+
+class FolderLog:
+    """The log of one folder table. `key_of` maps a partition value's text to its key (None: not a
+    partition of this table, such as the null partition)."""
+
+    def __init__(self, root: str, column: str, key_of: Callable[[str], str | None]) -> None:
+        self.root = Path(root)
+        self.meta = self.root / META
+        self.log_dir = self.meta / "log"
+        self.column = column
+        self.key_of = key_of
+        self._cache: dict[int, Version] = {}
+
+    # ---- reading the log ----------------------------------------------------------------------
+
+    def has_log(self) -> bool:
+        return self.log_dir.is_dir() and any(self.log_dir.glob("*.json"))
+
+    def versions(self) -> list[int]:
+        if not self.log_dir.is_dir():
+            return []
+        return sorted(int(p.stem) for p in self.log_dir.glob("*.json") if p.stem.isdigit())
+
+    def get(self, version: int) -> Version:
+        if version not in self._cache:
+            self._cache[version] = Version.from_json((self.log_dir / f"{version:020d}.json").read_text())
+        return self._cache[version]
+
+    def all(self) -> list[Version]:
+        return [self.get(v) for v in self.versions()]
+
+    def latest(self) -> Version | None:
+        versions = self.versions()
+        return self.get(versions[-1]) if versions else None
+
+    def gen_dir(self, gid: str) -> Path:
+        return self.meta / "gen" / gid
+
+    def where(self, name: str, gid: str, current: Version) -> Path:
+        """Where generation `gid` of folder `name` lies now: at the root if current, else kept."""
+        now = current.folders.get(name)
+        return self.root / name if now is not None and now.gid == gid else self.gen_dir(gid) / name
+
+    # ---- folders on disk ----------------------------------------------------------------------
+
+    def _partition_folders(self, base: Path) -> Iterator[tuple[Path, str]]:
+        if not base.is_dir():
+            return
+        for child in sorted(base.iterdir()):
+            name = child.name
+            if not child.is_dir() or name.startswith(("_", ".")) or not name.startswith(f"{self.column}="):
+                continue
+            text = folder_text(name)
+            key = self.key_of(text) if text is not None else None
+            if key is not None:
+                yield child, key
+
+    def has_folders(self) -> bool:
+        return next(self._partition_folders(self.root), None) is not None
+
+    def scan(self, base: Path, gid: str, known: Mapping[str, Folder] | None = None) -> dict[str, Folder]:
+        """The partition folders directly under `base`, as generation `gid`; a folder whose
+        fingerprint matches `known` is that known folder (no footers read)."""
+        out: dict[str, Folder] = {}
+        for child, key in self._partition_folders(base):
+            fp = fingerprint(child)
+            was = (known or {}).get(child.name)
+            out[child.name] = (
+                was if was is not None and was.fingerprint == fp else Folder(key, gid, fp, count_rows(child))
+            )
+        return out
+
+    # ---- writing the log ----------------------------------------------------------------------
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """One writer (or settler) of this table at a time, across processes; the kernel releases
+        the lock when its holder dies, so a killed writer never blocks the next one."""
+        self.meta.mkdir(parents=True, exist_ok=True)
+        with open(self.meta / "lock", "a+") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+    def _write_exclusive(self, version: Version) -> None:
+        """Create the version's file atomically and only if no other writer made that version."""
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.log_dir / f".{uuid.uuid4().hex}.tmp"
+        with open(tmp, "w") as out:
+            out.write(version.to_json())
+            out.flush()
+            os.fsync(out.fileno())
+        try:
+            os.link(tmp, self.log_dir / f"{version.version:020d}.json")
+        finally:
+            tmp.unlink()
+
+    def applied(self, version: int) -> bool:
+        return (self.log_dir / f"{version:020d}.applied").exists()
+
+    def commit(self, version: Version) -> Version:
+        """Journal `version`, switch the folders to it, mark it applied (caller holds the lock)."""
+        self._write_exclusive(version)
+        self._cache[version.version] = version
+        self.settle()
+        return version
+
+    def settle(self) -> None:
+        """Finish the newest version's switch if a killed writer left it half done (idempotent)."""
+        versions = self.versions()
+        if not versions or self.applied(versions[-1]):
+            return
+        new = self.get(versions[-1])
+        old = self.get(versions[-2]) if len(versions) > 1 else None
+        before = old.folders if old is not None else {}
+        touched = set(new.touched)
+        names = {n for n, f in before.items() if f.key in touched} | {
+            n for n, f in new.folders.items() if f.key in touched
+        }
+        for name in sorted(names):
+            self._switch(name, before.get(name), new.folders.get(name), new.version)
+        (self.log_dir / f"{new.version:020d}.applied").touch()
+
+    def _switch(self, name: str, old: Folder | None, new: Folder | None, version: int) -> None:
+        live = self.root / name
+        if old is not None and new is not None and old.gid == new.gid:
+            return
+        staged = self.gen_dir(new.gid) / name if new is not None else None
+        if staged is not None and not staged.exists():
+            return  # moved into place already
+        if live.exists():
+            kept_gid = old.gid if old is not None else f"displaced-{version}"
+            kept = self.gen_dir(kept_gid) / name
+            if not kept.exists():
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                os.rename(live, kept)
+        if staged is not None:
+            os.rename(staged, live)
+
+    def sync(self, build_first: Callable[[dict[str, Folder]], Version] | None = None) -> Version | None:
+        """Settle, then adopt folders that changed behind the log as a version by another writer;
+        the table's newest version (None: no log and `build_first` not given). Caller holds the lock."""
+        self.settle()
+        latest = self.latest()
+        if latest is None:
+            if build_first is None:
+                return None
+            return self.commit(build_first(self.scan(self.root, "v0")))
+        if latest.partition_columns[:1] != [self.column]:
+            return latest  # partitioned otherwise than the config says: the caller names that
+        found = self.scan(self.root, f"ext{latest.version + 1}", latest.folders)
+        folders = dict(latest.folders)
+        touched: set[str] = set()
+        for name in set(found) | set(folders):
+            now, was = found.get(name), folders.get(name)
+            if now is None and was is not None:
+                touched.add(was.key)
+                del folders[name]
+            elif now is not None and now != was:
+                touched.add(now.key)
+                folders[name] = now
+        if not touched:
+            return latest
+        adopted = Version(
+            latest.version + 1,
+            now_ms(),
+            "WRITE (another writer)",
+            {},
+            sorted(touched),
+            latest.schema,
+            latest.partition_columns,
+            latest.table_id,
+            folders,
+        )
+        return self.commit(adopted)
+
+    def next_version(
+        self,
+        latest: Version,
+        operation: str,
+        properties: Mapping[str, str],
+        keys: Sequence[str],
+        staged: Mapping[str, Folder],
+    ) -> Version:
+        """`latest` with the folders of `keys` replaced by `staged` (keys absent from it cleared)."""
+        wanted = set(keys)
+        folders = {n: f for n, f in latest.folders.items() if f.key not in wanted}
+        folders.update(staged)
+        return Version(
+            latest.version + 1,
+            now_ms(),
+            operation,
+            dict(properties),
+            sorted(wanted),
+            latest.schema,
+            latest.partition_columns,
+            latest.table_id,
+            folders,
+        )
+
+    # ---- garbage --------------------------------------------------------------------------------
+
+    def expired(self, older_than_ms: int) -> list[Path]:
+        """Generation folders no version newer than `older_than_ms` (nor the current one) uses,
+        and staged folders abandoned before it."""
+        versions = self.all()
+        if not versions:
+            return []
+        keep = {f.gid for f in versions[-1].folders.values()}
+        for v in versions:
+            if v.timestamp_ms >= older_than_ms:
+                keep |= {f.gid for f in v.folders.values()}
+        known = {f.gid for v in versions for f in v.folders.values()}
+        gen = self.meta / "gen"
+        out = []
+        for d in sorted(gen.iterdir()) if gen.is_dir() else []:
+            if d.name in keep:
+                continue
+            if d.name in known or d.stat().st_mtime * 1000 < older_than_ms:
+                out.append(d)
+        return out
+
+    def delete(self, folders: Sequence[Path]) -> None:
+        for d in folders:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)

@@ -1,0 +1,275 @@
+"""Hive-style Parquet datasets by path (`/warehouse/events/ds=2024-01-01/part-*.parquet`).
+
+The seeds' mechanism, `partitionOverwriteMode=dynamic` into the live folders, overwrites data in
+place with no way back and no atomic multi-partition commit. Here a write never touches live
+data: it goes to a fresh generation folder, and the commit switches partition folders to it by
+rename, journaled in `folder_log.py` so that a killed switch is finished by the next command.
+The replaced folders are kept as the rollback target until `gc` deletes them after
+`promote.retention_days`. Any other reader keeps reading plain `col=value/` folders.
+
+The backfill column must be the first partition column (its folders hold the others).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from collections.abc import Mapping, Sequence
+from functools import reduce
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from shadow_backfill.errors import ConfigError, RefusedError
+from shadow_backfill.formats.base import Bound, Commit, TableFormat, TableIdentity, empty_frame, normalize_location
+from shadow_backfill.formats.folder_log import Folder, FolderLog, Version, folder_text, now_ms
+from shadow_backfill.partitions import PartitionScheme
+
+
+class ParquetConflict(RefusedError):
+    """A version after the one a commit was bound to touched its partitions."""
+
+
+class ParquetFormat(TableFormat):
+    name = "parquet"
+    validates_conflicts = True
+
+    def __init__(self, spark: SparkSession, scheme: PartitionScheme, base_dir: Path) -> None:
+        super().__init__(spark, scheme, base_dir)
+        self._logs: dict[str, FolderLog] = {}
+
+    def path(self, table: str) -> str:
+        if table.startswith("file:"):
+            table = table.removeprefix("file:").replace("///", "/", 1)
+        if "://" in table:
+            raise ConfigError(f"Parquet table {table!r}: only local or mounted file-system paths are supported")
+        if "/" not in table:
+            raise ConfigError(
+                f"Parquet table {table!r}: give the dataset's folder as a path (a metastore table by name "
+                "is not supported yet)"
+            )
+        return table if table.startswith("/") else str(self.base_dir / table)
+
+    def _log(self, table: str) -> FolderLog:
+        path = self.path(table)
+        if path not in self._logs:
+            self._logs[path] = FolderLog(path, self.scheme.column, self.scheme.key_from_column_text)
+        return self._logs[path]
+
+    def _latest(self, table: str) -> Version:
+        """The newest version after settling and adopting other writers' folders; an existing
+        dataset the tool has never seen gets version 0 from its folders."""
+        log = self._log(table)
+        with log.locked():
+            latest = log.sync(lambda found: self._first_version(table, found))
+        assert latest is not None
+        return latest
+
+    def _first_version(self, table: str, found: dict[str, Folder]) -> Version:
+        if not found:
+            raise LookupError(f"Parquet table {table!r} has no partition folders {self.scheme.column}=...")
+        frame = self.spark.read.parquet(self.path(table))
+        schema = frame.schema
+        columns = [
+            c for c in schema.fieldNames() if any(n.startswith(f"{c}=") for n in _nested_names(self.path(table)))
+        ]
+        self._check_columns(table, columns)
+        return Version(
+            0,
+            now_ms(),
+            "ADOPT",
+            {},
+            sorted({f.key for f in found.values()}),
+            schema.json(),
+            columns,
+            uuid.uuid4().hex,
+            found,
+        )
+
+    def _check_columns(self, table: str, columns: Sequence[str]) -> None:
+        if not columns or columns[0] != self.scheme.column:
+            raise ConfigError(
+                f"Parquet table {table!r} must be partitioned first by {self.scheme.column!r} "
+                f"(folders {self.scheme.column}=.../), found partition columns {list(columns)}"
+            )
+
+    # ---- introspection ------------------------------------------------------------------------
+
+    def exists(self, table: str) -> bool:
+        log = self._log(table)
+        return log.has_log() or log.has_folders()
+
+    def schema(self, table: str) -> StructType:
+        return StructType.fromJson(json.loads(self._latest(table).schema))
+
+    def partition_columns(self, table: str) -> list[str]:
+        return list(self._latest(table).partition_columns)
+
+    def current_version(self, table: str) -> int | None:
+        return self._latest(table).version
+
+    def history(self, table: str) -> list[Commit]:
+        self._latest(table)
+        return [
+            Commit(v.version, v.timestamp_ms, v.operation, v.properties, v.version - 1 if v.version else None)
+            for v in self._log(table).all()
+        ]
+
+    def partitions_touched(self, table: str, commit: Commit) -> list[str] | None:
+        return list(self._log(table).get(commit.version).touched)
+
+    def partition_row_counts(self, table: str) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for f in self._latest(table).folders.values():
+            counts[f.key] = counts.get(f.key, 0) + f.rows
+        return counts
+
+    def identity(self, table: str) -> TableIdentity | None:
+        location = normalize_location(self.path(table))
+        log = self._log(table)
+        return TableIdentity(id=log.latest().table_id if log.has_log() else None, location=location)  # type: ignore[union-attr]
+
+    # ---- reads --------------------------------------------------------------------------------
+
+    def read(self, table: str, version: int | None = None) -> DataFrame:
+        return self._frame(table, version, None)
+
+    def read_partitions(self, table: str, keys: Sequence[str], version: int | None = None) -> DataFrame:
+        return self._frame(table, version, set(keys))
+
+    def _frame(self, table: str, version: int | None, keys: set[str] | None) -> DataFrame:
+        """The wanted folders, read from wherever their generation lies now: the table's root for
+        current data, `gen/<gid>` for kept data, each read as a dataset of its own with the table's
+        schema (partition values typed from the folder names) and filtered to the wanted folders."""
+        current = self._latest(table)
+        log = self._log(table)
+        at = current if version is None else self._at(table, version)
+        schema = StructType.fromJson(json.loads(at.schema))
+        bases: dict[Path, list[str]] = {}
+        for name, folder in sorted(at.folders.items()):
+            if keys is None or folder.key in keys:
+                path = log.where(name, folder.gid, current)
+                if not path.exists():
+                    raise RefusedError(f"version {version} of {table} is gone: gc deleted {path}")
+                bases.setdefault(path.parent, []).append(name)
+        if not bases:
+            return empty_frame(self.spark, schema)
+        column = at.partition_columns[0]
+        frames = []
+        for base, names in bases.items():
+            frame = self.spark.read.schema(schema).parquet(str(base))
+            if base != log.root or set(names) != set(current.folders):
+                frame = frame.filter(F.col(column).cast("string").isin([folder_text(n) for n in names]))
+            frames.append(frame.select(*schema.fieldNames()))
+        return reduce(lambda a, b: a.unionByName(b), frames)
+
+    def _at(self, table: str, version: int) -> Version:
+        if version not in self._log(table).versions():
+            raise RefusedError(f"{table} has no version {version}")
+        return self._log(table).get(version)
+
+    # ---- writes -------------------------------------------------------------------------------
+
+    def create(
+        self, table: str, schema: StructType, partition_columns: Sequence[str], data: DataFrame | None = None
+    ) -> None:
+        if self.exists(table):
+            raise RefusedError(f"Parquet table {table!r} exists already")
+        self._check_columns(table, partition_columns)
+        log = self._log(table)
+        gid, staged = self._stage(table, log, schema, partition_columns, data)
+        first = Version(
+            0,
+            now_ms(),
+            "CREATE",
+            {},
+            sorted({f.key for f in staged.values()}),
+            schema.json(),
+            list(partition_columns),
+            uuid.uuid4().hex,
+            staged,
+        )
+        with log.locked():
+            if log.has_log():
+                shutil.rmtree(log.gen_dir(gid), ignore_errors=True)
+                raise RefusedError(f"Parquet table {table!r} exists already")
+            log.commit(first)
+
+    def _stage(
+        self, table: str, log: FolderLog, schema: StructType, partition_columns: Sequence[str], df: DataFrame | None
+    ) -> tuple[str, dict[str, Folder]]:
+        """Write `df` to a fresh generation folder (never live's); its partition folders."""
+        gid = uuid.uuid4().hex
+        target = log.gen_dir(gid)
+        if df is not None:
+            df.select(*schema.fieldNames()).write.partitionBy(*partition_columns).mode("error").parquet(
+                str(target)
+            )
+        return gid, log.scan(target, gid)
+
+    def drop(self, table: str) -> None:
+        shutil.rmtree(self.path(table), ignore_errors=True)
+        self._logs.pop(self.path(table), None)
+
+    def append(self, table: str, df: DataFrame) -> None:
+        """As any other writer would: files added straight into the live folders (the next
+        command adopts them as a version by another writer)."""
+        latest = self._latest(table)
+        df.write.mode("append").partitionBy(*latest.partition_columns).parquet(self.path(table))
+
+    def _overwrite(
+        self, table: str, df: DataFrame, keys: Sequence[str], properties: Mapping[str, str], bound: Bound | None
+    ) -> None:
+        log = self._log(table)
+        before = self._latest(table)
+        schema = StructType.fromJson(json.loads(before.schema))
+        gid, staged = self._stage(table, log, schema, before.partition_columns, df)
+        stray = sorted({f.key for f in staged.values()} - set(keys))
+        if stray:
+            shutil.rmtree(log.gen_dir(gid), ignore_errors=True)
+            raise RefusedError(
+                f"rows for partitions {stray[:5]} that were not asked for; nothing was written to {table}"
+            )
+        with log.locked():
+            latest = log.sync()
+            assert latest is not None
+            if bound is not None and self._touched_since(log, bound.version, keys):
+                shutil.rmtree(log.gen_dir(gid), ignore_errors=True)
+                raise ParquetConflict(f"partitions of {table} changed after version {bound.version}")
+            log.commit(log.next_version(latest, "OVERWRITE", properties, keys, staged))
+
+    @staticmethod
+    def _touched_since(log: FolderLog, since: int | None, keys: Sequence[str]) -> bool:
+        wanted = set(keys)
+        return any(wanted & set(v.touched) for v in log.all() if since is None or v.version > since)
+
+    def is_validation_conflict(self, exc: BaseException) -> bool:
+        return isinstance(exc, ParquetConflict)
+
+    # ---- garbage ------------------------------------------------------------------------------
+
+    def collect_garbage(self, table: str, older_than_ms: int, dry_run: bool = False) -> list[str]:
+        log = self._log(table)
+        with log.locked():
+            log.sync()
+            expired = log.expired(older_than_ms)
+            if not dry_run:
+                log.delete(expired)
+        return [str(p) for p in expired]
+
+
+def _nested_names(root: str) -> set[str]:
+    """Folder names `col=value` at every depth of the first partition path (the layout's columns)."""
+    names: set[str] = set()
+    level = Path(root)
+    while True:
+        subs = [
+            p for p in sorted(level.iterdir()) if p.is_dir() and "=" in p.name and not p.name.startswith(("_", "."))
+        ]
+        if not subs:
+            return names
+        names.add(subs[0].name)
+        level = subs[0]
