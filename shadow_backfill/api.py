@@ -9,7 +9,6 @@ bf.read_shadow(["2024-01-05"]).show()
 from __future__ import annotations
 
 import time
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property

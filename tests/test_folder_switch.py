@@ -29,7 +29,7 @@ from shadow_backfill.formats.folder_log import Folder, FolderLog, Version, count
 TRIALS = 24
 SEED = 20261124
 OLD = [f"2024-01-{d:02d}" for d in range(1, 21)]  # 20 partitions in live
-SWITCHED = OLD[4:16] + ["2024-01-21", "2024-01-22"]  # 12 replaced, 2 added...
+SWITCHED = [*OLD[4:16], "2024-01-21", "2024-01-22"]  # 12 replaced, 2 added...
 CLEARED = OLD[16:18]  # ...and 2 cleared (the new logic returned no rows for them)
 RENAME_S = 0.02
 

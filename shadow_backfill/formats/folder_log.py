@@ -36,6 +36,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 META = "_shadow_backfill"
+STAGING_GRACE_MS = 6 * 3600 * 1000  # an uncommitted generation younger than this may be in flight
 
 
 @dataclass(frozen=True)
@@ -314,28 +315,34 @@ class FolderLog:
     # ---- garbage --------------------------------------------------------------------------------
 
     def expired(self, older_than_ms: int) -> list[Path]:
-        """Generation folders no version newer than `older_than_ms` (nor the current one) uses,
-        and staged folders abandoned before it."""
+        """Kept partition folders (`gen/<gid>/<name>`) that neither the current version nor any
+        version newer than `older_than_ms` holds, and staged generations abandoned before it
+        (a write killed before its commit, or refused by a conflict)."""
         versions = self.all()
         if not versions:
             return []
-        keep = {f.gid for f in versions[-1].folders.values()}
+        in_use = {(f.gid, n) for n, f in versions[-1].folders.items()}
         for v in versions:
             if v.timestamp_ms >= older_than_ms:
-                keep |= {f.gid for f in v.folders.values()}
+                in_use |= {(f.gid, n) for n, f in v.folders.items()}
         known = {f.gid for v in versions for f in v.folders.values()}
         gen = self.meta / "gen"
-        out = []
-        for d in sorted(gen.iterdir()) if gen.is_dir() else []:
-            if d.name in keep:
+        out: list[Path] = []
+        for generation in sorted(gen.iterdir()) if gen.is_dir() else []:
+            if generation.name not in known:
+                # not committed: abandoned, or being written right now by another process
+                if generation.stat().st_mtime * 1000 < min(older_than_ms, now_ms() - STAGING_GRACE_MS):
+                    out.append(generation)
                 continue
-            if d.name in known or d.stat().st_mtime * 1000 < older_than_ms:
-                out.append(d)
+            out += [d for d in sorted(generation.iterdir()) if d.is_dir() and (generation.name, d.name) not in in_use]
         return out
 
     def delete(self, folders: Sequence[Path]) -> None:
         for d in folders:
             shutil.rmtree(d, ignore_errors=True)
+            parent = d.parent
+            if parent.parent.name == "gen" and not any(p.is_dir() for p in parent.iterdir()):
+                shutil.rmtree(parent, ignore_errors=True)  # a generation with no folder left
 
 
 def now_ms() -> int:

@@ -138,7 +138,12 @@ class ParquetFormat(TableFormat):
         return self._frame(table, version, None)
 
     def read_partitions(self, table: str, keys: Sequence[str], version: int | None = None) -> DataFrame:
-        return self._frame(table, version, set(keys))
+        frame = self._frame(table, version, set(keys))
+        if version is not None:
+            # Remembered so that writing this frame back over the same partitions (a rollback)
+            # repoints them to the kept folders instead of copying the data.
+            frame._sb_origin = (self.path(table), version, frozenset(keys))  # type: ignore[attr-defined]
+        return frame
 
     def _frame(self, table: str, version: int | None, keys: set[str] | None) -> DataFrame:
         """The wanted folders, read from wherever their generation lies now: the table's root for
@@ -205,9 +210,7 @@ class ParquetFormat(TableFormat):
         gid = uuid.uuid4().hex
         target = log.gen_dir(gid)
         if df is not None:
-            df.select(*schema.fieldNames()).write.partitionBy(*partition_columns).mode("error").parquet(
-                str(target)
-            )
+            df.select(*schema.fieldNames()).write.partitionBy(*partition_columns).mode("error").parquet(str(target))
         return gid, log.scan(target, gid)
 
     def drop(self, table: str) -> None:
@@ -225,11 +228,17 @@ class ParquetFormat(TableFormat):
     ) -> None:
         log = self._log(table)
         before = self._latest(table)
-        schema = StructType.fromJson(json.loads(before.schema))
-        gid, staged = self._stage(table, log, schema, before.partition_columns, df)
+        origin = getattr(df, "_sb_origin", None)
+        if origin is not None and origin[0] == self.path(table) and origin[2] == frozenset(keys):
+            gid, operation = None, "RESTORE"  # the folders as of a version: repointed, not copied
+            staged = {n: f for n, f in self._at(table, origin[1]).folders.items() if f.key in set(keys)}
+        else:
+            schema = StructType.fromJson(json.loads(before.schema))
+            gid, staged = self._stage(table, log, schema, before.partition_columns, df)
+            operation = "OVERWRITE"
         stray = sorted({f.key for f in staged.values()} - set(keys))
         if stray:
-            shutil.rmtree(log.gen_dir(gid), ignore_errors=True)
+            self._discard(log, gid)
             raise RefusedError(
                 f"rows for partitions {stray[:5]} that were not asked for; nothing was written to {table}"
             )
@@ -237,9 +246,19 @@ class ParquetFormat(TableFormat):
             latest = log.sync()
             assert latest is not None
             if bound is not None and self._touched_since(log, bound.version, keys):
-                shutil.rmtree(log.gen_dir(gid), ignore_errors=True)
+                self._discard(log, gid)
                 raise ParquetConflict(f"partitions of {table} changed after version {bound.version}")
-            log.commit(log.next_version(latest, "OVERWRITE", properties, keys, staged))
+            gone = [str(p) for n, f in staged.items() if not (p := log.where(n, f.gid, latest)).exists()]
+            if gone:
+                raise RefusedError(
+                    f"the folders to restore are gone (gc deleted them): {gone[:3]}; nothing was written"
+                )
+            log.commit(log.next_version(latest, operation, properties, keys, staged))
+
+    @staticmethod
+    def _discard(log: FolderLog, gid: str | None) -> None:
+        if gid is not None:
+            shutil.rmtree(log.gen_dir(gid), ignore_errors=True)
 
     @staticmethod
     def _touched_since(log: FolderLog, since: int | None, keys: Sequence[str]) -> bool:

@@ -1,0 +1,111 @@
+"""What only a Hive-style folder table has: a dataset written by plain Spark is taken over as it
+is, other writers' dynamic overwrites are seen, a rollback repoints folders instead of copying
+data, and `gc` deletes replaced folders past their retention. (Every other behaviour of the
+format runs in the backend suite, as `parquet` and `parquet-sail`.)"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sb_test_transforms as t
+from chispa import assert_df_equality
+from conftest import DRIFT, END, QUIET, START, _factory
+from typer.testing import CliRunner
+
+from shadow_backfill import RefusedError
+from shadow_backfill.cli import app
+
+pytestmark = pytest.mark.classic
+
+
+def _same(a: Any, b: Any) -> None:
+    assert_df_equality(a, b, ignore_row_order=True, ignore_nullable=True, ignore_column_order=True)
+
+
+def _inodes(folder: Path) -> set[int]:
+    return {f.stat().st_ino for f in folder.rglob("*.parquet")}
+
+
+@pytest.fixture
+def plain(tmp_path: Path, warehouse: Path, spark: Any) -> Any:
+    """A dataset written the seeds' way (partitionBy, no tool), then backfilled and validated."""
+    make = _factory("parquet", tmp_path, warehouse, spark)
+    root = warehouse / f"plain-{tmp_path.name}" / "events"
+    bf = make(
+        seed_live=False,
+        live_table=str(root),
+        transform={"function": "sb_test_transforms:drift_on_one_day"},
+        validation=QUIET,
+    )
+    days = [bf.scheme.value(k) for k in bf.scheme.expand(START, END)]
+    t.events(spark, days).write.partitionBy("ds").parquet(str(root))
+    assert bf.run(START, END).ok
+    bf.validate()
+    return bf
+
+
+def test_a_plain_dataset_is_backfilled_and_rolled_back_by_repointing(plain: Any) -> None:
+    bf, root = plain, Path(plain.live_table)
+    original = bf.spark.read.parquet(str(root)).collect()
+    before_inodes = _inodes(root / "ds=2024-01-02")
+    assert [c.operation for c in bf.table_format.history(bf.live_table)] == ["ADOPT"]
+
+    _plan, rec = bf.promote()
+    assert rec is not None and DRIFT not in rec.partitions and len(rec.partitions) == 9
+    # a reader that knows nothing of the tool sees the promoted folders
+    plain_read = bf.spark.read.schema(bf.read_live().schema).parquet(str(root))
+    _same(plain_read.filter(plain_read.ds != dt.date(2024, 1, 5)), bf.read_shadow(rec.partitions))
+    assert _inodes(root / "ds=2024-01-02").isdisjoint(before_inodes)
+
+    generations = set((root / "_shadow_backfill" / "gen").iterdir())
+    bf.rollback(rec.id)
+    _same(bf.spark.read.parquet(str(root)), bf.spark.createDataFrame(original))
+    assert _inodes(root / "ds=2024-01-02") == before_inodes, "rollback moves the kept folder back"
+    assert set((root / "_shadow_backfill" / "gen").iterdir()) == generations, "rollback writes no data"
+
+
+def test_another_writers_dynamic_overwrite_is_a_commit(plain: Any) -> None:
+    bf, root = plain, Path(plain.live_table)
+    _plan, rec = bf.promote()
+    assert rec is not None
+    spark = bf.spark
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    try:
+        t.events(spark, [dt.date(2024, 1, 3)]).write.mode("overwrite").partitionBy("ds").parquet(str(root))
+    finally:
+        spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
+    last = bf.table_format.history(bf.live_table)[-1]
+    assert last.operation == "WRITE (another writer)"
+    assert bf.table_format.partitions_touched(bf.live_table, last) == ["2024-01-03"]
+    with pytest.raises(RefusedError, match="changed after"):
+        bf.rollback(rec.id)
+
+
+def test_gc_deletes_replaced_folders_past_retention(plain: Any) -> None:
+    bf, root = plain, Path(plain.live_table)
+    _plan, rec = bf.promote()
+    assert rec is not None
+    adopted = bf.table_format.history(bf.live_table)[0].version
+    cfg = str(bf.config_path)
+    kept = sorted((root / "_shadow_backfill" / "gen").glob("*/ds=*"))
+    assert len(kept) == 9, "the replaced folders are kept as the rollback target"
+
+    result = CliRunner().invoke(app, ["gc", cfg])
+    assert result.exit_code == 0 and "deleted 0 folder(s) older than 7 day(s)" in result.output, result.output
+
+    text = Path(cfg).read_text() + "promote:\n  retention_days: 0\n"
+    Path(cfg).write_text(text)
+    dry = CliRunner().invoke(app, ["gc", cfg, "--dry-run"])
+    assert dry.exit_code == 0 and "would delete" in dry.output, dry.output
+    assert all(k.exists() for k in kept), "a dry run deletes nothing"
+    done = CliRunner().invoke(app, ["gc", cfg])
+    assert done.exit_code == 0 and "deleted" in done.output, done.output
+    assert not any(k.exists() for k in kept), done.output
+    _same(bf.read_live(rec.partitions), bf.read_shadow(rec.partitions))
+    with pytest.raises(RefusedError, match="gc deleted"):
+        bf.read_live(rec.partitions, version=adopted)
+    assert not os.path.exists(root / "_shadow_backfill" / "gen" / "v0")
