@@ -37,6 +37,7 @@ CATALOGS = {
     "iceberg-hms": ("iceberg", "hms.{ns}.events", "CREATE NAMESPACE IF NOT EXISTS hms.{ns}"),
     "iceberg-rest": ("iceberg", "rest.{ns}.events", "CREATE NAMESPACE IF NOT EXISTS rest.{ns}"),
     "delta-by-name": ("delta", "{ns}.events", "CREATE DATABASE IF NOT EXISTS {ns}"),
+    "parquet-by-name": ("parquet", "{ns}.events", "CREATE DATABASE IF NOT EXISTS {ns}"),
 }
 
 

@@ -7,16 +7,17 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sb_test_transforms as t
 from chispa import assert_df_equality
-from conftest import DRIFT, END, QUIET, START, _factory
+from conftest import DRIFT, END, QUIET, START, TEST_CONF, _factory, metastore_conf
 from typer.testing import CliRunner
 
-from shadow_backfill import RefusedError
+from shadow_backfill import Backfill, RefusedError, load_config
 from shadow_backfill.cli import app
 
 pytestmark = pytest.mark.classic
@@ -109,3 +110,38 @@ def test_gc_deletes_replaced_folders_past_retention(plain: Any) -> None:
     with pytest.raises(RefusedError, match="gc deleted"):
         bf.read_live(rec.partitions, version=adopted)
     assert not os.path.exists(root / "_shadow_backfill" / "gen" / "v0")
+
+
+@pytest.mark.parametrize("done", [0, 4, 9])
+def test_a_metastore_switch_cut_short_is_finished_by_the_next_command(
+    done: int, tmp_path: Path, warehouse: Path, spark: Any
+) -> None:
+    """A Parquet table by name is switched by partition locations. The state a killed promotion
+    leaves (its version journaled, `done` of 10 partitions pointed at the new folders) is built
+    here step by step with the format's own switch (a killed process cannot share the embedded
+    metastore with the test JVM); the next command must finish it and the catalog must agree."""
+    ns = "p" + uuid.uuid4().hex[:10]
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {ns}")
+    make = _factory("parquet", tmp_path, warehouse, spark)
+    conf = {**TEST_CONF, **metastore_conf(warehouse)}
+    bf = make(live_table=f"{ns}.events", spark={"conf": conf}, transform={"function": "sb_test_transforms:events_v2"})
+    assert bf.run(START, END).ok
+    keys = bf.scheme.expand(START, END)
+    fmt = bf.table_format
+    log = fmt._log(bf.live_table)  # type: ignore[attr-defined]
+    latest = fmt._latest(bf.live_table)  # type: ignore[attr-defined]
+    schema = fmt.schema(bf.live_table)
+    _gid, staged = fmt._stage(bf.live_table, log, schema, latest.partition_columns, bf.read_shadow(keys))  # type: ignore[attr-defined]
+    version = log.next_version(latest, "OVERWRITE", {}, keys, staged)
+    with log.locked():
+        log._write_exclusive(version)
+        for name in sorted(version.folders)[:done]:
+            log.placement.switch(log, name, latest.folders.get(name), version.folders[name], version.version)
+
+    assert not log.applied(version.version), "the switch was cut short"
+    again = Backfill(load_config(bf.config_path), spark=spark)  # type: ignore[attr-defined]
+    assert again.table_format.current_version(bf.live_table) == version.version
+    spark.catalog.refreshTable(bf.live_table)
+    _same(spark.table(bf.live_table), bf.read_shadow(keys))
+    kept = [Path(f.location) for f in latest.folders.values()]
+    assert all(p.is_dir() and any(p.glob("*.parquet")) for p in kept), "replaced folders kept for rollback"

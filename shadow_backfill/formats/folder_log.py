@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Protocol
 from urllib.parse import unquote
 
 META = "_shadow_backfill"
@@ -47,6 +48,7 @@ class Folder:
     gid: str
     fingerprint: str
     rows: int
+    location: str | None = None  # where the data stays (metastore tables); None: by position
 
 
 @dataclass(frozen=True)
@@ -76,8 +78,48 @@ class Version:
         return {f.key for f in self.folders.values()}
 
 
-class Changed(Exception):
-    """Folders differ from the log: another writer's files are there."""
+class Placement(Protocol):
+    """How readers are pointed at a partition folder's data: by renaming folders into place under
+    the root (path datasets), or by a metastore partition's location (tables by name)."""
+
+    located: bool  # folders keep their own location (recorded in the log) instead of moving
+
+    def current(self, log: FolderLog, latest: Version | None) -> dict[str, Path]:
+        """Each partition folder readers see now, and where its data is."""
+
+    def switch(self, log: FolderLog, name: str, old: Folder | None, new: Folder | None, version: int) -> None:
+        """Point readers of folder `name` from `old` to `new` (None: no such partition); idempotent."""
+
+    def settled(self) -> None:
+        """Called after a switch finished (a metastore table's cached listings are refreshed)."""
+
+
+class RenamePlacement:
+    """Path datasets: the current data of `ds=X` is `<root>/ds=X`; a switch renames the current
+    folder into its generation folder and the new one into place."""
+
+    located = False
+
+    def current(self, log: FolderLog, latest: Version | None) -> dict[str, Path]:
+        return {child.name: child for child, _ in log.partition_folders(log.root)}
+
+    def switch(self, log: FolderLog, name: str, old: Folder | None, new: Folder | None, version: int) -> None:
+        live = log.root / name
+        if old is not None and new is not None and old.gid == new.gid:
+            return
+        staged = log.gen_dir(new.gid) / name if new is not None else None
+        if staged is not None and not staged.exists():
+            return  # moved into place already
+        if live.exists():
+            kept = log.gen_dir(old.gid if old is not None else f"displaced-{version}") / name
+            if not kept.exists():
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                os.rename(live, kept)
+        if staged is not None:
+            os.rename(staged, live)
+
+    def settled(self) -> None:
+        return None
 
 
 def fingerprint(folder: Path) -> str:
@@ -115,7 +157,10 @@ class FolderLog:
     """The log of one folder table. `key_of` maps a partition value's text to its key (None: not a
     partition of this table, such as the null partition)."""
 
-    def __init__(self, root: str, column: str, key_of: Callable[[str], str | None]) -> None:
+    def __init__(
+        self, root: str, column: str, key_of: Callable[[str], str | None], placement: Placement | None = None
+    ) -> None:
+        self.placement: Placement = placement or RenamePlacement()
         self.root = Path(root)
         self.meta = self.root / META
         self.log_dir = self.meta / "log"
@@ -148,14 +193,17 @@ class FolderLog:
     def gen_dir(self, gid: str) -> Path:
         return self.meta / "gen" / gid
 
-    def where(self, name: str, gid: str, current: Version) -> Path:
-        """Where generation `gid` of folder `name` lies now: at the root if current, else kept."""
+    def where(self, name: str, folder: Folder, current: Version) -> Path:
+        """Where a folder's data lies now: its own location, or at the root if it is current and
+        in its generation folder if not."""
+        if folder.location is not None:
+            return Path(folder.location)
         now = current.folders.get(name)
-        return self.root / name if now is not None and now.gid == gid else self.gen_dir(gid) / name
+        return self.root / name if now is not None and now.gid == folder.gid else self.gen_dir(folder.gid) / name
 
     # ---- folders on disk ----------------------------------------------------------------------
 
-    def _partition_folders(self, base: Path) -> Iterator[tuple[Path, str]]:
+    def partition_folders(self, base: Path) -> Iterator[tuple[Path, str]]:
         if not base.is_dir():
             return
         for child in sorted(base.iterdir()):
@@ -168,17 +216,26 @@ class FolderLog:
                 yield child, key
 
     def has_folders(self) -> bool:
-        return next(self._partition_folders(self.root), None) is not None
+        return next(self.partition_folders(self.root), None) is not None
 
-    def scan(self, base: Path, gid: str, known: Mapping[str, Folder] | None = None) -> dict[str, Folder]:
-        """The partition folders directly under `base`, as generation `gid`; a folder whose
-        fingerprint matches `known` is that known folder (no footers read)."""
+    def staged(self, gid: str) -> dict[str, Folder]:
+        """The partition folders a write left in generation folder `gid`."""
+        return self.scan({child.name: child for child, _ in self.partition_folders(self.gen_dir(gid))}, gid)
+
+    def scan(self, paths: Mapping[str, Path], gid: str, known: Mapping[str, Folder] | None = None) -> dict[str, Folder]:
+        """Folders `name -> path` as generation `gid`; a folder whose fingerprint matches `known`
+        is that known folder (no footers read)."""
         out: dict[str, Folder] = {}
-        for child, key in self._partition_folders(base):
-            fp = fingerprint(child)
-            was = (known or {}).get(child.name)
-            out[child.name] = (
-                was if was is not None and was.fingerprint == fp else Folder(key, gid, fp, count_rows(child))
+        for name, path in sorted(paths.items()):
+            text = folder_text(name)
+            key = self.key_of(text) if text is not None else None
+            if key is None:
+                continue
+            fp = fingerprint(path)
+            was = (known or {}).get(name)
+            location = str(path) if self.placement.located else None
+            out[name] = (
+                was if was is not None and was.fingerprint == fp else Folder(key, gid, fp, count_rows(path), location)
             )
         return out
 
@@ -232,24 +289,9 @@ class FolderLog:
             n for n, f in new.folders.items() if f.key in touched
         }
         for name in sorted(names):
-            self._switch(name, before.get(name), new.folders.get(name), new.version)
+            self.placement.switch(self, name, before.get(name), new.folders.get(name), new.version)
+        self.placement.settled()
         (self.log_dir / f"{new.version:020d}.applied").touch()
-
-    def _switch(self, name: str, old: Folder | None, new: Folder | None, version: int) -> None:
-        live = self.root / name
-        if old is not None and new is not None and old.gid == new.gid:
-            return
-        staged = self.gen_dir(new.gid) / name if new is not None else None
-        if staged is not None and not staged.exists():
-            return  # moved into place already
-        if live.exists():
-            kept_gid = old.gid if old is not None else f"displaced-{version}"
-            kept = self.gen_dir(kept_gid) / name
-            if not kept.exists():
-                kept.parent.mkdir(parents=True, exist_ok=True)
-                os.rename(live, kept)
-        if staged is not None:
-            os.rename(staged, live)
 
     def sync(self, build_first: Callable[[dict[str, Folder]], Version] | None = None) -> Version | None:
         """Settle, then adopt folders that changed behind the log as a version by another writer;
@@ -259,10 +301,10 @@ class FolderLog:
         if latest is None:
             if build_first is None:
                 return None
-            return self.commit(build_first(self.scan(self.root, "v0")))
+            return self.commit(build_first(self.scan(self.placement.current(self, None), "v0")))
         if latest.partition_columns[:1] != [self.column]:
             return latest  # partitioned otherwise than the config says: the caller names that
-        found = self.scan(self.root, f"ext{latest.version + 1}", latest.folders)
+        found = self.scan(self.placement.current(self, latest), f"ext{latest.version + 1}", latest.folders)
         folders = dict(latest.folders)
         touched: set[str] = set()
         for name in set(found) | set(folders):
@@ -315,27 +357,31 @@ class FolderLog:
     # ---- garbage --------------------------------------------------------------------------------
 
     def expired(self, older_than_ms: int) -> list[Path]:
-        """Kept partition folders (`gen/<gid>/<name>`) that neither the current version nor any
-        version newer than `older_than_ms` holds, and staged generations abandoned before it
-        (a write killed before its commit, or refused by a conflict)."""
+        """Kept partition folders that neither the current version nor any version newer than
+        `older_than_ms` holds, and staged generations abandoned before it (a write killed before
+        its commit, or refused by a conflict)."""
         versions = self.all()
         if not versions:
             return []
-        in_use = {(f.gid, n) for n, f in versions[-1].folders.items()}
+        current = versions[-1]
+        in_use = {self.where(n, f, current) for n, f in current.folders.items()}
         for v in versions:
             if v.timestamp_ms >= older_than_ms:
-                in_use |= {(f.gid, n) for n, f in v.folders.items()}
+                in_use |= {self.where(n, f, current) for n, f in v.folders.items()}
+        out = {
+            path
+            for v in versions
+            for n, f in v.folders.items()
+            if (path := self.where(n, f, current)) not in in_use and path.exists()
+        }
         known = {f.gid for v in versions for f in v.folders.values()}
         gen = self.meta / "gen"
-        out: list[Path] = []
+        grace = min(older_than_ms, now_ms() - STAGING_GRACE_MS)
         for generation in sorted(gen.iterdir()) if gen.is_dir() else []:
-            if generation.name not in known:
-                # not committed: abandoned, or being written right now by another process
-                if generation.stat().st_mtime * 1000 < min(older_than_ms, now_ms() - STAGING_GRACE_MS):
-                    out.append(generation)
-                continue
-            out += [d for d in sorted(generation.iterdir()) if d.is_dir() and (generation.name, d.name) not in in_use]
-        return out
+            # not committed: abandoned, or being written right now by another process
+            if generation.name not in known and generation.stat().st_mtime * 1000 < grace:
+                out.add(generation)
+        return sorted(out)
 
     def delete(self, folders: Sequence[Path]) -> None:
         for d in folders:

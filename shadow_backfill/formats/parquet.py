@@ -26,6 +26,7 @@ from pyspark.sql.types import StructType
 from shadow_backfill.errors import ConfigError, RefusedError
 from shadow_backfill.formats.base import Bound, Commit, TableFormat, TableIdentity, empty_frame, normalize_location
 from shadow_backfill.formats.folder_log import Folder, FolderLog, Version, folder_text, now_ms
+from shadow_backfill.formats.parquet_metastore import MetastorePlacement, create_table, quoted_name, table_location
 from shadow_backfill.partitions import PartitionScheme
 
 
@@ -40,24 +41,43 @@ class ParquetFormat(TableFormat):
     def __init__(self, spark: SparkSession, scheme: PartitionScheme, base_dir: Path) -> None:
         super().__init__(spark, scheme, base_dir)
         self._logs: dict[str, FolderLog] = {}
+        self._locations: dict[str, str] = {}  # metastore table name -> its location
+
+    @staticmethod
+    def is_name(table: str) -> bool:
+        """A metastore table (`db.events`), not a folder: no `/` and no URL scheme."""
+        return "/" not in table and "://" not in table
 
     def path(self, table: str) -> str:
+        """The folder holding the table: a path as given (relative to the config's folder), or the
+        location the metastore holds for a name."""
+        if self.is_name(table):
+            if table not in self._locations:
+                if not self.spark.catalog.tableExists(table):
+                    raise LookupError(f"Parquet table {table!r} does not exist in the Spark catalog")
+                self._locations[table] = table_location(self.spark, table)
+            location = self._locations[table]
+            if "://" in location:
+                raise ConfigError(
+                    f"Parquet table {table!r} lies at {location}: only local or mounted paths are supported"
+                )
+            return location
         if table.startswith("file:"):
             table = table.removeprefix("file:").replace("///", "/", 1)
         if "://" in table:
             raise ConfigError(f"Parquet table {table!r}: only local or mounted file-system paths are supported")
-        if "/" not in table:
-            raise ConfigError(
-                f"Parquet table {table!r}: give the dataset's folder as a path (a metastore table by name "
-                "is not supported yet)"
-            )
         return table if table.startswith("/") else str(self.base_dir / table)
 
     def _log(self, table: str) -> FolderLog:
         path = self.path(table)
         if path not in self._logs:
-            self._logs[path] = FolderLog(path, self.scheme.column, self.scheme.key_from_column_text)
+            placement = MetastorePlacement(self.spark, table) if self.is_name(table) else None
+            self._logs[path] = FolderLog(path, self.scheme.column, self.scheme.key_from_column_text, placement)
         return self._logs[path]
+
+    def refresh(self, table: str) -> None:
+        if self.is_name(table) and self.spark.catalog.tableExists(table):
+            self.spark.catalog.refreshTable(table)
 
     def _latest(self, table: str) -> Version:
         """The newest version after settling and adopting other writers' folders; an existing
@@ -69,13 +89,15 @@ class ParquetFormat(TableFormat):
         return latest
 
     def _first_version(self, table: str, found: dict[str, Folder]) -> Version:
-        if not found:
+        if self.is_name(table):
+            schema = self.spark.table(table).schema
+            columns = [c.name for c in self.spark.catalog.listColumns(table) if c.isPartition]
+        elif not found:
             raise LookupError(f"Parquet table {table!r} has no partition folders {self.scheme.column}=...")
-        frame = self.spark.read.parquet(self.path(table))
-        schema = frame.schema
-        columns = [
-            c for c in schema.fieldNames() if any(n.startswith(f"{c}=") for n in _nested_names(self.path(table)))
-        ]
+        else:
+            schema = self.spark.read.parquet(self.path(table)).schema
+            nested = _nested_names(self.path(table))
+            columns = [c for c in schema.fieldNames() if any(n.startswith(f"{c}=") for n in nested)]
         self._check_columns(table, columns)
         return Version(
             0,
@@ -99,6 +121,8 @@ class ParquetFormat(TableFormat):
     # ---- introspection ------------------------------------------------------------------------
 
     def exists(self, table: str) -> bool:
+        if self.is_name(table):
+            return bool(self.spark.catalog.tableExists(table))
         log = self._log(table)
         return log.has_log() or log.has_folders()
 
@@ -128,6 +152,8 @@ class ParquetFormat(TableFormat):
         return counts
 
     def identity(self, table: str) -> TableIdentity | None:
+        if self.is_name(table) and not self.exists(table):
+            return None  # the catalog places a new named table; it cannot be inside live's folder
         location = normalize_location(self.path(table))
         log = self._log(table)
         return TableIdentity(id=log.latest().table_id if log.has_log() else None, location=location)  # type: ignore[union-attr]
@@ -156,7 +182,7 @@ class ParquetFormat(TableFormat):
         bases: dict[Path, list[str]] = {}
         for name, folder in sorted(at.folders.items()):
             if keys is None or folder.key in keys:
-                path = log.where(name, folder.gid, current)
+                path = log.where(name, folder, current)
                 if not path.exists():
                     raise RefusedError(f"version {version} of {table} is gone: gc deleted {path}")
                 bases.setdefault(path.parent, []).append(name)
@@ -166,8 +192,7 @@ class ParquetFormat(TableFormat):
         frames = []
         for base, names in bases.items():
             frame = self.spark.read.schema(schema).parquet(str(base))
-            if base != log.root or set(names) != set(current.folders):
-                frame = frame.filter(F.col(column).cast("string").isin([folder_text(n) for n in names]))
+            frame = frame.filter(F.col(column).cast("string").isin([folder_text(n) for n in names]))
             frames.append(frame.select(*schema.fieldNames()))
         return reduce(lambda a, b: a.unionByName(b), frames)
 
@@ -184,6 +209,8 @@ class ParquetFormat(TableFormat):
         if self.exists(table):
             raise RefusedError(f"Parquet table {table!r} exists already")
         self._check_columns(table, partition_columns)
+        if self.is_name(table):
+            create_table(self.spark, table, schema, list(partition_columns))
         log = self._log(table)
         gid, staged = self._stage(table, log, schema, partition_columns, data)
         first = Version(
@@ -211,16 +238,23 @@ class ParquetFormat(TableFormat):
         target = log.gen_dir(gid)
         if df is not None:
             df.select(*schema.fieldNames()).write.partitionBy(*partition_columns).mode("error").parquet(str(target))
-        return gid, log.scan(target, gid)
+        return gid, log.staged(gid)
 
     def drop(self, table: str) -> None:
-        shutil.rmtree(self.path(table), ignore_errors=True)
-        self._logs.pop(self.path(table), None)
+        path = self.path(table)
+        if self.is_name(table):
+            self.spark.sql(f"DROP TABLE IF EXISTS {quoted_name(table)}")
+            self._locations.pop(table, None)
+        shutil.rmtree(path, ignore_errors=True)
+        self._logs.pop(path, None)
 
     def append(self, table: str, df: DataFrame) -> None:
         """As any other writer would: files added straight into the live folders (the next
         command adopts them as a version by another writer)."""
         latest = self._latest(table)
+        if self.is_name(table):
+            df.select(*self.spark.table(table).columns).write.insertInto(table)
+            return
         df.write.mode("append").partitionBy(*latest.partition_columns).parquet(self.path(table))
 
     def _overwrite(
@@ -248,7 +282,7 @@ class ParquetFormat(TableFormat):
             if bound is not None and self._touched_since(log, bound.version, keys):
                 self._discard(log, gid)
                 raise ParquetConflict(f"partitions of {table} changed after version {bound.version}")
-            gone = [str(p) for n, f in staged.items() if not (p := log.where(n, f.gid, latest)).exists()]
+            gone = [str(p) for n, f in staged.items() if not (p := log.where(n, f, latest)).exists()]
             if gone:
                 raise RefusedError(
                     f"the folders to restore are gone (gc deleted them): {gone[:3]}; nothing was written"
