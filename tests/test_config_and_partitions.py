@@ -45,7 +45,7 @@ def test_good_config_defaults(tmp_path: Path) -> None:
     [
         ({"live_table": None}, "live_table", "Field required"),
         ({"live_table": 5}, "live_table", "string"),
-        ({"format": "parquet"}, "format", "expected one of: iceberg, delta"),
+        ({"format": "orc"}, "format", "expected one of: iceberg, delta, parquet"),
         ({"partition": {"column": "ds", "granularity": "weekly"}}, "partition.granularity", "daily"),
         ({"run": {"max_parallel": 0}}, "run.max_parallel", "greater than 0"),
         ({"run": {"max_parallel": "many"}}, "run.max_parallel", "integer"),
@@ -81,7 +81,7 @@ def test_cli_config_error_exits_2_with_one_line(tmp_path: Path) -> None:
     assert "field 'format'" in result.output
 
 
-COMMANDS = ["run", "status", "validate", "report", "promote", "rollback", "history", "backfill", "demo"]
+COMMANDS = ["run", "status", "validate", "report", "promote", "rollback", "gc", "history", "backfill", "demo"]
 
 
 def test_help_lists_commands() -> None:
