@@ -1,9 +1,12 @@
-"""Hive-style Parquet datasets by path (`/warehouse/events/ds=2024-01-01/part-*.parquet`).
+"""Hive-style Parquet tables: datasets by path (`/warehouse/events/ds=2024-01-01/part-*.parquet`)
+and metastore tables by name (`db.events`, `PARTITIONED BY`).
 
 The seeds' mechanism, `partitionOverwriteMode=dynamic` into the live folders, overwrites data in
 place with no way back and no atomic multi-partition commit. Here a write never touches live
-data: it goes to a fresh generation folder, and the commit switches partition folders to it by
-rename, journaled in `folder_log.py` so that a killed switch is finished by the next command.
+data: it goes to a fresh generation folder, and the commit switches readers to it (a path
+dataset's folders by rename; a metastore table's partitions by location, see
+`parquet_metastore.py`), journaled in `folder_log.py` so that a killed switch is finished by the
+next command.
 The replaced folders are kept as the rollback target until `gc` deletes them after
 `promote.retention_days`. Any other reader keeps reading plain `col=value/` folders.
 
@@ -154,9 +157,8 @@ class ParquetFormat(TableFormat):
     def identity(self, table: str) -> TableIdentity | None:
         if self.is_name(table) and not self.exists(table):
             return None  # the catalog places a new named table; it cannot be inside live's folder
-        location = normalize_location(self.path(table))
-        log = self._log(table)
-        return TableIdentity(id=log.latest().table_id if log.has_log() else None, location=location)  # type: ignore[union-attr]
+        latest = self._log(table).latest()
+        return TableIdentity(id=latest.table_id if latest else None, location=normalize_location(self.path(table)))
 
     # ---- reads --------------------------------------------------------------------------------
 
