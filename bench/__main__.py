@@ -1,4 +1,4 @@
-"""`python -m bench SCENARIO [options]`; scenarios: recompute, validate, promote, memory, gate, all.
+"""`python -m bench SCENARIO [options]`; scenarios: recompute, validate, promote, memory, gate, scale, all.
 
 `all` runs every scenario (each in a fresh process: each needs its own Spark session), then
 prints every target with its measured ratio from the JSON results in bench/results/."""
@@ -34,6 +34,7 @@ def main(argv: list[str]) -> int:
         "promote": "bench.promote_bench",
         "memory": "bench.memory_bench",
         "gate": "bench.gate_noise_bench",
+        "scale": "bench.scale_bench",
     }
     if scenario == "all":
         import subprocess
