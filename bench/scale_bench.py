@@ -150,18 +150,18 @@ def main(argv: list[str]) -> int:
         runs.append(json.loads(out.strip().splitlines()[-1]))
         r = runs[-1]
         print(f"  scale {scale}: {r['rows_per_side']} rows/side, validate {r['validate_s']} s", flush=True)
-    first, last = runs[1] if len(runs) > 1 else runs[0], runs[-1]
+    # The growth is judged from scale 10 (below it fixed costs dominate) to the largest scale,
+    # with a 10% band for run-to-run noise; with no scale above 10 there is nothing to judge.
+    last = runs[-1]
+    reference = next((r for r in runs if r["scale"] >= 10), None)
     res = {"scenario": "scale", "partitions": args.partitions, "runs": runs}
     svg = plot(runs, (args.out.parent if args.out else RESULTS) / "scale.svg")
     res["plot"] = svg.name if svg else None
-    checks = [
-        check("scale: validate / fair limit, largest", last["validate_to_fair_limit"], "<=", 2),
-        check(
-            "scale: ratio growth, scale 10 -> largest",
-            round(last["validate_to_fair_limit"] / first["validate_to_fair_limit"], 2),
-            "<=",
-            1.0,
-        ),
+    checks = [check("scale: validate / fair limit, largest", last["validate_to_fair_limit"], "<=", 2)]
+    if reference is not None and reference is not last:
+        growth = round(last["validate_to_fair_limit"] / reference["validate_to_fair_limit"], 2)
+        checks.append(check(f"scale: ratio growth, scale {reference['scale']} -> largest", growth, "<=", 1.1))
+    checks += [
         check("scale: recompute / bulk, largest", last["recompute_to_bulk"], "<=", 1.3),
         check("scale: promote / plain overwrite, largest", last["promote_to_plain"], "<=", 1.2),
     ]
