@@ -92,17 +92,25 @@ def run_naive(bf: Any, keys: list[str]) -> tuple[float, dict[str, bool]]:
     return time.perf_counter() - t, passed
 
 
+def _both_sides(bf: Any, keys: list[str]) -> Any:
+    """Shadow and live over `keys` as one frame, each row tagged with its side."""
+    from pyspark.sql import functions as F
+
+    fmt = bf.table_format
+    shadow = fmt.read_partitions(bf.shadow_table, keys).withColumn("__side", F.lit("shadow"))
+    live = fmt.read_partitions(bf.live_table, keys).withColumn("__side", F.lit("live"))
+    return shadow.unionByName(live)
+
+
 def fair_limit(bf: Any, keys: list[str]) -> float:
     """One grouped pass over both sides reading every compared column: the least a validation
     that looks at every column of every partition could cost."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import NumericType
 
-    fmt, part = bf.table_format, bf.scheme.column
-    shadow = fmt.read_partitions(bf.shadow_table, keys).withColumn("__side", F.lit("shadow"))
-    live = fmt.read_partitions(bf.live_table, keys).withColumn("__side", F.lit("live"))
+    both, part = _both_sides(bf, keys), bf.scheme.column
     aggs = [F.count(F.lit(1)).alias("rows")]
-    for f in shadow.schema.fields:
+    for f in both.schema.fields:
         if f.name in (part, "__side"):
             continue
         c = F.col(f.name)
@@ -110,7 +118,7 @@ def fair_limit(bf: Any, keys: list[str]) -> float:
         if isinstance(f.dataType, NumericType):
             aggs.append(F.sum(c))
     t = time.perf_counter()
-    shadow.unionByName(live).groupBy(part, "__side").agg(*aggs).collect()
+    both.groupBy(part, "__side").agg(*aggs).collect()
     return time.perf_counter() - t
 
 
@@ -118,11 +126,9 @@ def cheap_scan(bf: Any, keys: list[str]) -> float:
     """Rows and one mean per partition and side: the bench's first, cheaper reference."""
     from pyspark.sql import functions as F
 
-    fmt, part = bf.table_format, bf.scheme.column
-    shadow = fmt.read_partitions(bf.shadow_table, keys).withColumn("__side", F.lit("shadow"))
-    live = fmt.read_partitions(bf.live_table, keys).withColumn("__side", F.lit("live"))
+    both = _both_sides(bf, keys)
     t = time.perf_counter()
-    shadow.unionByName(live).groupBy(part, "__side").agg(F.count(F.lit(1)), F.avg("spend")).collect()
+    both.groupBy(bf.scheme.column, "__side").agg(F.count(F.lit(1)), F.avg("spend")).collect()
     return time.perf_counter() - t
 
 
