@@ -108,6 +108,8 @@ def test_float_noise_is_not_a_change(make: MakeBackfill) -> None:
     assert _check(v, "unexpected_changes[amount]").observed == 0
     assert v.metrics["column_changes"]["amount"]["changed"] == 0 and v.metrics["samples"] == []
     assert v.metrics["keys"]["changed"] == 0
+    hist = v.metrics["columns"]["amount"]["hist"]  # a value on a decile stays in its bin
+    assert hist["live"] == hist["shadow"] and v.metrics["columns"]["amount"]["psi"] == 0
 
     exact = make(
         transform={"function": "sb_test_transforms:float_noise"},
@@ -116,6 +118,8 @@ def test_float_noise_is_not_a_change(make: MakeBackfill) -> None:
     verdicts = _verdicts(exact, START, "2024-01-02")
     assert {v.verdict for v in verdicts.values()} == {"fail"}
     assert verdicts[START].reasons[0].id == "unexpected_changes[amount]"
+    hist = verdicts[START].metrics["columns"]["amount"]["hist"]
+    assert hist["live"] != hist["shadow"]  # without tolerance the deciles' own rows move up a bin
 
 
 def test_distribution_tests_need_enough_rows(make: MakeBackfill) -> None:
