@@ -368,8 +368,10 @@ def run_facts(source: DataFrame, spec: FactsSpec, edges: Edges, profiles: Mappin
     """Fill key diff, change metrics, samples, uniqueness, histograms and category frequencies
     into `profiles` from `source` (rows tagged by `plan.tag`); returns whether a Spark job ran.
 
-    The samples ride in the same job: a union of the grouped counts and the top changed values
-    per partition over one shared grouping by key (Spark reuses its shuffle)."""
+    The samples ride in the same job, a union of the grouped counts and the top changed values
+    per partition. Spark does not reuse the grouping's shuffle between the two branches (the
+    samples' filter on the key fact is pushed below it), so the samples run it again: measured,
+    and the next thing to remove (issue 16)."""
     if edges:
         source = source.join(F.broadcast(edges_frame(source.sparkSession, spec, edges)), on=K, how="left")
     facts = fact_list(spec, bool(edges))
