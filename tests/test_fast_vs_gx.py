@@ -100,7 +100,8 @@ def test_fast_path_matches_gx(frame: Any, suite: int) -> None:
 def test_validator_uniqueness_and_job_count_match_gx(frame: Any) -> None:
     """The validator judges uniqueness from the facts job over the shadow/live union, the fast
     path from the same job over one frame: hold the union path to GX too, the two paths to the
-    same counts, and the profiler to its two Spark jobs."""
+    same counts, and the profiler to its two Spark jobs (and a third that counts the histograms of
+    the day where a key repeats again, from its rows)."""
     from shadow_backfill.validate.drift import DriftProfiler
     from shadow_backfill.validate.expectations import judge_unique
     from shadow_backfill.validate.facts_job import unique_counts
@@ -111,7 +112,7 @@ def test_validator_uniqueness_and_job_count_match_gx(frame: Any) -> None:
     )
     texts = [d.isoformat() for d in DAYS]
     profiles = profiler.run(texts)
-    assert profiler.jobs == 2
+    assert profiler.jobs == 3
     disagreements = []
     for d, text in zip(DAYS, texts, strict=True):
         reference = {o.expectation: o.success for o in evaluate_with_gx(frame.filter(F.col("ds") == F.lit(d)), unique)}
@@ -128,3 +129,26 @@ def test_validator_uniqueness_and_job_count_match_gx(frame: Any) -> None:
     dup = {t: p.keys["duplicates"] for t, p in profiles.items()}
     assert dup["2024-01-05"] > 0 and all(v == 0 for t, v in dup.items() if t != "2024-01-05")
     assert all(p.keys["added"] == p.keys["removed"] == 0 for p in profiles.values())
+
+
+def test_keyed_histograms_match_counts_over_every_row(frame: Any) -> None:
+    """With keys, histograms and category frequencies are counted from one value per key and
+    side: they must equal the counts over every row (the path without keys), with shadow
+    different from live, and also on the day where ids repeat (counted again from its rows)."""
+    from shadow_backfill.validate.drift import DriftProfiler
+
+    shadow = frame.withColumn("x", F.col("x") * 1.5).withColumn(
+        "cat", F.when(F.col("n") == 1, F.lit("z")).otherwise(F.col("cat"))
+    )
+    texts = [d.isoformat() for d in DAYS]
+    keyed = DriftProfiler(shadow, frame, partition="ds", keys=["id"], max_categories=5)
+    plain = DriftProfiler(shadow, frame, partition="ds", keys=[], max_categories=5)
+    by_key, by_row = keyed.run(texts), plain.run(texts)
+    assert (keyed.jobs, plain.jobs) == (3, 2)  # the 5th, where ids repeat, is counted again
+    metrics = ("hist", "psi", "ks", "drift_pvalue", "categories", "js_distance", "new", "vanished")
+    for t in texts:
+        for c in ("x", "n", "cat"):
+            got, want = by_key[t].columns.get(c, {}), by_row[t].columns.get(c, {})
+            assert {m: got.get(m) for m in metrics} == {m: want.get(m) for m in metrics}, (t, c)
+    fifth = by_row["2024-01-05"].columns
+    assert fifth["x"]["hist"]["live"] != fifth["x"]["hist"]["shadow"] and "z" in fifth["cat"]["new"]

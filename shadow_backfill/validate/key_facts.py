@@ -1,0 +1,166 @@
+"""The facts of a keyed validation, from one grouping of the shadow/live union by
+(partition, key): the one shuffle the key diff needs.
+
+Each row is first narrowed to fixed-width values (numbers as doubles, any other column as a
+hash) and grouped by the native key columns: fixed-width buffers keep Spark on its hash
+aggregation (a text in the buffer would sort every row), and the shuffle carries one short row
+per key and side. From those per-key rows, with no further shuffle of data rows, come the key
+counts and change metrics, the histograms (exact where no key repeats on a side: each side's
+value of a key is then its one row's) and the largest changes as samples. The counts and the
+samples read the same grouping, which Spark runs once for both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from shadow_backfill.validate.facts_spec import Diff, Fact, FactsSpec, bin_of, diffs
+from shadow_backfill.validate.plan import SIDE, K, is_side
+
+
+def key_names(spec: FactsSpec) -> list[str]:
+    """The key columns under names of our own, so a key named like one of ours cannot clash."""
+    return [f"__k{n}" for n in range(len(spec.keys))]
+
+
+def by_key(source: DataFrame, spec: FactsSpec) -> DataFrame:
+    """Per (partition, key): rows per side (`__ns`, `__nl`) and each compared column's value
+    per side (`__sx_j`, `__lx_j`): a double for numbers, a hash otherwise."""
+    keys = key_names(spec)
+    carried = source.select(
+        K,
+        SIDE,
+        *[F.col(k).alias(n) for k, n in zip(spec.keys, keys, strict=True)],
+        *[
+            (F.col(c).cast("double") if c in spec.numeric else F.xxhash64(F.col(c))).alias(f"__x_{j}")
+            for j, c in enumerate(spec.compared)
+        ],
+    )
+    shadow, live = is_side("shadow"), is_side("live")
+    aggs = [F.sum(F.when(shadow, 1).otherwise(0)).alias("__ns"), F.sum(F.when(live, 1).otherwise(0)).alias("__nl")]
+    for j in range(len(spec.compared)):
+        x = F.col(f"__x_{j}")
+        aggs += [F.max(F.when(shadow, x)).alias(f"__sx_{j}"), F.max(F.when(live, x)).alias(f"__lx_{j}")]
+    return carried.groupBy(K, *keys).agg(*aggs)
+
+
+def _diffs(spec: FactsSpec) -> list[Diff]:
+    """Texts of non-numeric values are not carried (a hash is): samples read them back."""
+    none = F.lit(None).cast("string")
+    return diffs(spec, lambda j: (F.col(f"__sx_{j}"), F.col(f"__lx_{j}")), lambda j: (none, none))
+
+
+def _key_metrics(spec: FactsSpec, derived_unique: bool) -> dict[str, Column]:
+    """Per key: what the key fact sums (or maxes) per partition."""
+    ns, nl = F.col("__ns"), F.col("__nl")
+    both = (ns > 0) & (nl > 0)
+    ds = _diffs(spec)
+    any_diff = F.lit(False)
+    for d in ds:
+        any_diff = any_diff | d.changed
+    numeric = [(j, d) for j, (c, d) in enumerate(zip(spec.compared, ds, strict=True)) if c in spec.numeric]
+    out = {
+        "added": F.when(nl == 0, ns).otherwise(0),
+        "removed": F.when(ns == 0, nl).otherwise(0),
+        "matched": F.when(both, 1).otherwise(0),
+        "changed": F.when(both & any_diff, 1).otherwise(0),
+        "duplicates": F.greatest(ns - 1, F.lit(0)),
+        **{f"__c_{j}": F.when(both & d.changed, 1).otherwise(0) for j, d in enumerate(ds)},
+        **{f"__a_{j}": F.when(both, d.abs_diff) for j, d in numeric},
+        **{f"__n_{j}": F.when(both & d.abs_diff.isNotNull(), 1).otherwise(0) for j, d in numeric},
+    }
+    if derived_unique:
+        present = F.col(key_names(spec)[0]).isNotNull()
+        out["__u_n"] = F.when(present, ns).otherwise(0)
+        # null rather than 0 elsewhere: with `.otherwise(0)` Sail 0.7.2 fails this sum on a
+        # nullability check; the sum of no values is read as 0
+        out["__u_nu"] = F.when(present & (ns > 1), ns)
+    return out
+
+
+def key_counts(bk: DataFrame, spec: FactsSpec, derived_unique: bool) -> DataFrame:
+    """Per partition, as fact 0 (the key): added, removed, matched, changed and duplicate keys,
+    per compared column the keys changed beyond tolerance and, for numbers, the differences;
+    `__dup`, the most rows a key has on a side; with `derived_unique`, the one key column's
+    uniqueness counts."""
+    metrics = _key_metrics(spec, derived_unique)
+    abs_diffs = [j for j, c in enumerate(spec.compared) if c in spec.numeric]
+    return (
+        bk.select(K, *[m.alias(name) for name, m in metrics.items()], F.greatest("__ns", "__nl").alias("__dup"))
+        .groupBy(K)
+        .agg(
+            *[F.sum(name).alias(name) for name in metrics],
+            *[F.max(f"__a_{j}").alias(f"__m_{j}") for j in abs_diffs],
+            F.max("__dup").alias("__dup"),
+        )
+        .withColumn("__fi", F.lit(0))
+    )
+
+
+NO_BIN = 10  # the bin code of a missing value (no row on that side, or null)
+PAIRS = (NO_BIN + 1) ** 2
+
+
+def key_bins(bk: DataFrame, facts: Sequence[Fact], spec: FactsSpec, edges: DataFrame) -> DataFrame | None:
+    """Per partition, bin fact and pair (shadow bin, live bin) of a key, as the code
+    `shadow * 11 + live` (`NO_BIN` for a side without a value), the keys with that pair: at most
+    121 pairs per partition and column, so Spark sums them in each task before the shuffle.
+    The bins are taken here, after the key grouping, on the joined thresholds. None without
+    bin facts."""
+    bins = [(fi, spec.numeric.index(str(f.column))) for fi, f in enumerate(facts) if f.kind == "bin"]
+    if not bins:
+        return None
+    pairs = []
+    for fi, i in bins:
+        j = spec.compared.index(spec.numeric[i])
+        shadow, live = (F.coalesce(bin_of(i, F.col(f"__{s}x_{j}")), F.lit(NO_BIN)) for s in "sl")
+        pairs.append(F.lit(fi * PAIRS) + shadow * (NO_BIN + 1) + live)
+    code = F.col("__code")
+    return (
+        bk.join(F.broadcast(edges), on=K, how="left")
+        .select(K, F.explode(F.array(*pairs)).alias("__code"))
+        .groupBy(K, "__code")
+        .agg(F.count(F.lit(1)).alias("__keys"))
+        .select(K, F.floor(code / PAIRS).cast("int").alias("__fi"), (code % PAIRS).alias("__pair"), "__keys")
+    )
+
+
+def key_samples(bk: DataFrame, spec: FactsSpec) -> DataFrame:
+    """Up to `sample_rows` changed (key, column) values per partition: within each column the
+    largest differences first (then by key, so the choice is deterministic), taken in turns
+    across columns, `sample_first` columns first in each turn. The key is written as JSON only
+    for the chosen few; texts of non-numeric values are null here (`facts_job` reads them)."""
+    keys = key_names(spec)
+    first = set(spec.sample_first)
+    items = F.array(
+        *[
+            F.struct(
+                F.lit(j).alias("j"),
+                d.changed.alias("d"),
+                d.abs_diff.cast("double").alias("a"),
+                d.live.alias("l"),
+                d.shadow.alias("s"),
+                F.lit(0 if c in first else 1).alias("p"),
+            )
+            for j, (c, d) in enumerate(zip(spec.compared, _diffs(spec), strict=True))
+        ]
+    )
+    per_column = Window.partitionBy(K, "__sj").orderBy(F.coalesce(F.col("__sa"), F.lit(float("inf"))).desc(), *keys)
+    per_partition = Window.partitionBy(K).orderBy("__rc", "__sp", "__sj")
+    top = (
+        bk.filter((F.col("__ns") > 0) & (F.col("__nl") > 0))
+        .select(K, *keys, F.explode(items).alias("__s"))
+        .filter(F.col("__s.d"))
+        .select(K, *keys, *[F.col(f"__s.{f}").alias(f"__s{f}") for f in ("j", "a", "l", "s", "p")])
+        .withColumn("__rc", F.row_number().over(per_column))
+        # Past the first `sample_rows` of its column an item cannot be taken in the turns; with
+        # this filter Spark keeps only those per task before shuffling (a window group limit).
+        .filter(F.col("__rc") <= F.lit(spec.sample_rows))
+        .withColumn("__srn", F.row_number().over(per_partition))
+        .filter(F.col("__srn") <= F.lit(spec.sample_rows))
+    )
+    shown = F.to_json(F.struct(*[F.col(n).alias(k) for k, n in zip(spec.keys, keys, strict=True)]))
+    return top.select(K, shown.alias("__key"), "__sj", "__sl", "__ss", "__srn")
