@@ -2,8 +2,8 @@
 
 The pieces: `validator.py` runs the gate; `suites.py` loads and checks GX suites;
 `expectations.py` compiles them to aggregates (`reference.py`: GX itself for the rest);
-`drift.py` runs the two Spark jobs (`profile_job.py`, `facts_job.py`, with `stats.py` and
-`plan.py`); `verdict.py` turns measurements into checks (`check.py`) and a verdict.
+`drift.py` runs the two Spark jobs (`profile_job.py`, `facts_job.py` with `key_facts.py` and
+`facts_spec.py`, with `stats.py` and `plan.py`); `verdict.py` turns measurements into checks (`check.py`) and a verdict.
 
 The names below load on first use: the state store imports `check.py`, and an eager import of
 the validator here (which imports the state store) would make that a cycle.
