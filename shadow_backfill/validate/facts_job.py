@@ -1,5 +1,6 @@
 """Drift job 2, the facts: key diff, change metrics, samples, uniqueness, histograms for
-PSI/KS and category frequencies, per partition, in one Spark job.
+PSI/KS and category frequencies, per partition, in one Spark job (and a small second one only
+where a key repeats in a partition or a non-numeric value is sampled).
 
 With keys, everything comes from one grouping of the union by (partition, key)
 (`key_facts.py`); without keys, and to count exactly the partitions where a key repeats, each

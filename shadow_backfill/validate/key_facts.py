@@ -6,8 +6,8 @@ hash) and grouped by the native key columns: fixed-width buffers keep Spark on i
 aggregation (a text in the buffer would sort every row), and the shuffle carries one short row
 per key and side. From those per-key rows, with no further shuffle of data rows, come the key
 counts and change metrics, the histograms (exact where no key repeats on a side: each side's
-value of a key is then its one row's) and the largest changes as samples. The counts and the
-samples read the same grouping, which Spark runs once for both.
+value of a key is then its one row's) and the largest changes as samples. The counts, the
+bins and the samples read the same grouping, which Spark runs once for all three.
 """
 
 from __future__ import annotations
