@@ -70,7 +70,10 @@ PROMOTING = "SELECT count(*) FROM locks WHERE resource LIKE 'promote:%'"
 
 
 def _cli(bf: Any, *args: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "SB_SLOW_SECONDS": "0.05", "SPARK_LOCAL_IP": "127.0.0.1"}
+    # A killed JVM runs no shutdown hook, so its scratch (the session's copy of every jar, up to
+    # 130 MB) would stay in /tmp: it goes to the backfill's own temporary folder instead.
+    scratch = Path(bf.config_path).parent / "spark-scratch"
+    env = {**os.environ, "SB_SLOW_SECONDS": "0.05", "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_DIRS": str(scratch)}
     return subprocess.Popen(
         [sys.executable, "-m", "shadow_backfill.cli", args[0], str(bf.config_path), *args[1:]],
         env=env,
