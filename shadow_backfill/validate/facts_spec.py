@@ -91,8 +91,8 @@ def fact_list(spec: FactsSpec, with_edges: bool) -> list[Fact]:
     """The facts in a fixed order (the key first, at index 0, when there are keys): a fact's
     index is how the collected rows name it."""
     facts: list[Fact] = []
-    if spec.keys:
-        facts.append(Fact("key", None, F.to_json(F.struct(*[F.col(k) for k in spec.keys]))))
+    if spec.keys:  # counted per key (key_facts.key_counts), never from a value of its own
+        facts.append(Fact("key", None, F.lit(None).cast("string")))
     if with_edges:
         facts += [Fact("bin", c, bin_of(i, F.col(c).cast("double"))) for i, c in enumerate(spec.numeric)]
     facts += [Fact("category", c, F.col(c)) for c in spec.categories]  # nulls: the null-rate check
@@ -106,23 +106,21 @@ class Diff:
 
     changed: Column
     abs_diff: Column
-    live: Column  # the values as text, for samples
-    shadow: Column
 
 
 Pair = Callable[[int], tuple[Column, Column]]  # compared column j -> (shadow, live)
 
 
-def diffs(spec: FactsSpec, values: Pair, texts: Pair) -> list[Diff]:
-    """Per compared column j, from its (shadow, live) values and (shadow, live) texts."""
+def diffs(spec: FactsSpec, values: Pair) -> list[Diff]:
+    """Per compared column j, from its (shadow, live) values: numbers within tolerance, any
+    other value (a hash) exactly."""
     out = []
     for j, c in enumerate(spec.compared):
         sh, lh = values(j)
         if c in spec.numeric:
-            out.append(Diff(~spec.within(sh, lh), F.abs(sh - lh), lh.cast("string"), sh.cast("string")))
+            out.append(Diff(~spec.within(sh, lh), F.abs(sh - lh)))
         else:
-            st, lt = texts(j)
-            out.append(Diff(~sh.eqNullSafe(lh), F.lit(None).cast("double"), lt, st))
+            out.append(Diff(~sh.eqNullSafe(lh), F.lit(None).cast("double")))
     return out
 
 
