@@ -25,7 +25,8 @@ def _groups(session: nox.Session, python: str, line: str) -> None:
     group (every `backend` test on Delta over Sail on 3.5; on Iceberg and Delta over a real Spark
     Connect server on 4), then the multi-executor test."""
     for group in GROUPS[line]:
-        session.run(python, "-m", "pytest", "-m", group, *session.posargs, external=True)
+        # the slowest tests in the log: where CI time goes (issue 13: CI within 25 minutes)
+        session.run(python, "-m", "pytest", "-m", group, "--durations=15", *session.posargs, external=True)
 
 
 @nox.session(python=False, name="tests-spark35")
