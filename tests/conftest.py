@@ -179,6 +179,19 @@ def state_count(db: str, sql: str) -> int | None:
     return None
 
 
+def killable_cli_env(bf: Backfill, slow_seconds: float) -> dict[str, str]:
+    """The environment of a CLI process a test will kill with SIGKILL. A killed JVM runs no
+    shutdown hook, so its Spark scratch (the session's copy of every jar, up to 130 MB) would stay
+    in /tmp for good: it goes to the backfill's own temporary folder, which pytest prunes."""
+    scratch = Path(bf.config_path).parent / "spark-scratch"  # type: ignore[attr-defined]
+    return {
+        **os.environ,
+        "SB_SLOW_SECONDS": str(slow_seconds),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "SPARK_LOCAL_DIRS": str(scratch),
+    }
+
+
 def _link_jars(session: Any, folder: Path) -> None:
     """The jars Spark resolved for this session (`spark.jars` lists them once Ivy is done)."""
     jars = [j.removeprefix("file://") for j in session.sparkContext.getConf().get("spark.jars", "").split(",") if j]

@@ -42,7 +42,7 @@ from typing import Any
 import pytest
 import sb_test_transforms as t
 from chispa import DataFramesNotEqualError, SchemasNotEqualError, assert_df_equality
-from conftest import END, QUIET, START, Backend, MakeBackfill, state_count
+from conftest import END, QUIET, START, Backend, MakeBackfill, killable_cli_env, state_count
 
 from shadow_backfill.formats.runtimes import spark_line
 
@@ -70,13 +70,9 @@ PROMOTING = "SELECT count(*) FROM locks WHERE resource LIKE 'promote:%'"
 
 
 def _cli(bf: Any, *args: str) -> subprocess.Popen[bytes]:
-    # A killed JVM runs no shutdown hook, so its scratch (the session's copy of every jar, up to
-    # 130 MB) would stay in /tmp: it goes to the backfill's own temporary folder instead.
-    scratch = Path(bf.config_path).parent / "spark-scratch"
-    env = {**os.environ, "SB_SLOW_SECONDS": "0.05", "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_DIRS": str(scratch)}
     return subprocess.Popen(
         [sys.executable, "-m", "shadow_backfill.cli", args[0], str(bf.config_path), *args[1:]],
-        env=env,
+        env=killable_cli_env(bf, 0.05),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,

@@ -16,7 +16,7 @@ import pytest
 import sb_test_transforms as t
 import yaml
 from chispa import assert_df_equality
-from conftest import END, START, Backend, MakeBackfill, state_count
+from conftest import END, START, Backend, MakeBackfill, killable_cli_env, state_count
 from typer.testing import CliRunner
 
 from shadow_backfill import RefusedError
@@ -129,7 +129,6 @@ def test_cli_refuses_a_partition_column_that_does_not_fit_live(
 def test_killed_run_resumes_without_duplicates(make_backfill: MakeBackfill) -> None:
     bf = make_backfill(transform={"function": "sb_test_transforms:slow"}, spark={"master": "local[1]"})
     db = bf.config.state_url.removeprefix("sqlite:///")
-    env = {**os.environ, "SB_SLOW_SECONDS": "1.5", "SPARK_LOCAL_IP": "127.0.0.1"}
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -146,7 +145,7 @@ def test_killed_run_resumes_without_duplicates(make_backfill: MakeBackfill) -> N
             "--max-parallel",
             "1",
         ],
-        env=env,
+        env=killable_cli_env(bf, 1.5),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
