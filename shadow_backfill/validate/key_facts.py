@@ -118,9 +118,9 @@ def key_bins(bk: DataFrame, facts: Sequence[Fact], spec: FactsSpec, edges: DataF
         pairs.append(F.lit(fi * PAIRS) + shadow * (NO_BIN + 1) + live)
     code = F.col("__code")
     return (
-        bk.join(F.broadcast(edges), on=K, how="left")
-        .select(K, F.explode(F.array(*pairs, _reads_every_column(spec))).alias("__code"))
-        .filter(code.isNotNull())
+        bk.filter(_reads_every_column(spec))
+        .join(F.broadcast(edges), on=K, how="left")
+        .select(K, F.explode(F.array(*pairs)).alias("__code"))
         .groupBy(K, "__code")
         .agg(F.count(F.lit(1)).alias("__keys"))
         .select(K, F.floor(code / PAIRS).cast("int").alias("__fi"), (code % PAIRS).alias("__pair"), "__keys")
@@ -128,17 +128,19 @@ def key_bins(bk: DataFrame, facts: Sequence[Fact], spec: FactsSpec, edges: DataF
 
 
 def _reads_every_column(spec: FactsSpec) -> Column:
-    """Null on every key (a key has a row on some side, so `__ns` and `__nl` are never both
+    """True on every key (a key has a row on some side, so `__ns` and `__nl` are never both
     null), yet it reads every column of the key grouping that the bins would not. Spark prunes
     a grouping to the columns its reader uses, so a bins branch reading only the numeric
     columns got a grouping of its own and ran it again; reading the same columns as the counts
     and the samples, all three share one (measured at 90 x 10,000 rows per side: one key
-    grouping instead of two, the facts job 12.1 s -> 10.5 s)."""
+    grouping instead of two, the facts job 12.1 s -> 10.5 s). As a filter, not a null element
+    of the exploded array, it adds no row per key (bins stage at 90 x 45,000 rows per side:
+    8.2-8.7 -> 7.3-7.8 s of task time)."""
     never = F.col("__ns").isNull() & F.col("__nl").isNull()
     for j, c in enumerate(spec.compared):
         if c not in spec.numeric:
             never = never & F.col(f"__sx_{j}").isNull() & F.col(f"__lx_{j}").isNull()
-    return F.when(never, F.lit(-1))
+    return ~never
 
 
 def key_samples(bk: DataFrame, spec: FactsSpec) -> DataFrame:
