@@ -226,12 +226,25 @@ REST_FIXTURE = TESTS / "fixtures" / "iceberg_rest"
 
 def _rest_fixture_jars() -> Path:
     """Iceberg's REST catalog test fixtures and their dependencies (pom.xml beside the launcher),
-    fetched once by Maven into a cache folder outside the checkout."""
+    fetched once by Maven into a cache folder outside the checkout.
+
+    Maven keeps its own repository in that cache too, never in ~/.m2: Spark's Ivy resolution
+    reads ~/.m2 first, and Maven leaves there the poms of versions it did not pick, without
+    their jars; Ivy then takes such a pom for the module and fails on the missing jar (seen on a
+    fresh machine: PySpark 4.1 could not start once this fixture had run, slf4j-api 2.0.13)."""
     cache = Path(os.environ.get("SB_TEST_CACHE", Path.home() / ".cache" / "shadow-backfill"))
     folder = cache / "iceberg-rest-fixture"
     if not (folder / ".complete").exists():
         pom = REST_FIXTURE / "pom.xml"
-        cmd = ["mvn", "-q", "-f", str(pom), "dependency:copy-dependencies", f"-DoutputDirectory={folder}"]
+        cmd = [
+            "mvn",
+            "-q",
+            "-f",
+            str(pom),
+            f"-Dmaven.repo.local={cache / 'maven-repository'}",
+            "dependency:copy-dependencies",
+            f"-DoutputDirectory={folder}",
+        ]
         try:
             subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=600)
         except (OSError, subprocess.CalledProcessError) as exc:
