@@ -50,6 +50,10 @@ def start_sail() -> str:
         return f"sc://{host}:{port}"
 
 
+# How Spark's Ivy resolves `spark.jars.packages` (the format runtimes): Maven Central without
+# ~/.m2, whose poms without jars make Spark's default chain fail a first start (the file says why).
+IVY_SETTINGS = Path(__file__).with_name("resources") / "ivysettings.xml"
+
 # The masters Spark 3.5 itself understands. Anything else makes the JVM retry for a minute and
 # print pages of Java traces, so it is refused before the JVM starts.
 _MASTER = re.compile(
@@ -123,6 +127,8 @@ def open_session(config: BackfillConfig) -> SparkSession:
     conf["spark.driver.extraJavaOptions"] = f"-Dlog4j.configurationFile=file:{log4j}"
     conf["spark.sql.warehouse.dir"] = str(config.warehouse / "spark")
     conf.update(format_class(config.format).session_conf(config))
+    if "spark.jars.packages" in conf:
+        conf["spark.jars.ivySettings"] = str(IVY_SETTINGS)
     conf.update(config.spark.conf)
     if (user_opts := config.spark.conf.get("spark.driver.extraJavaOptions")) is not None:
         # The user's JVM options join ours: replacing them would bring back Spark's log noise.
@@ -136,7 +142,8 @@ def open_session(config: BackfillConfig) -> SparkSession:
         hint = ""
         if "spark.jars.packages" in conf:
             hint = (
-                f" It needed to download {conf['spark.jars.packages']} from Maven; "
+                f" It needed to download {conf['spark.jars.packages']} from Maven Central "
+                f"(Ivy settings {conf.get('spark.jars.ivySettings', 'of Spark')}); "
                 "without network access put the jars in a folder and set spark.jars_dir."
             )
         raise SessionError(f"could not start Spark for format {config.format!r}: {exc}.{hint}") from None
