@@ -8,7 +8,9 @@ limit measured in the same process on the same tables.
 - recompute: `Backfill.run` against one bulk overwrite of the same range into a table of its own.
 - promote: `Backfill.promote` against one plain overwrite of the same partitions into a copy of live.
 
-Each scale runs in a fresh process (its own Spark session and JVM), so the driver's peak memory
+Validation and recompute run twice, taking turns with their baseline, and the best of each is
+kept (this machine's runs of the same query differ by up to 30%); promotion runs once (a second
+promotion would have nothing to promote). Each scale runs in a fresh process (its own Spark session and JVM), so the driver's peak memory
 (Python ru_maxrss, driver JVM VmHWM) is that scale's. Results: bench/results/scale.json, and a
 plot of seconds against rows per side (bench/results/scale.svg; needs matplotlib, the `bench`
 extra).
@@ -31,9 +33,13 @@ from bench.memory_bench import _driver_jvm_peak_mb
 from bench.validate_bench import SUITE, cheap_scan, fair_limit, run_fast, run_naive
 
 ROWS_PER_SCALE = 200  # entities per partition per scale step (the demo's generator)
+REPEATS = 2  # runs of the tool and of its baseline, taking turns; the best of each is kept
 
 
 def _recompute(bf: Any, keys: list[str]) -> dict[str, float]:
+    """Best of two runs each, the tool and the bulk write taking turns, so neither is measured
+    on a colder JVM than the other (a first full-size run here was up to 25% slower than the
+    second, for the tool and its baseline alike)."""
     from shadow_backfill.demo import features
 
     fmt, spark = bf.table_format, bf.spark
@@ -41,12 +47,27 @@ def _recompute(bf: Any, keys: list[str]) -> dict[str, float]:
     bulk = "local.bench.features_bulk"
     fmt.create(bulk, features.features_v2(spark, values[:1]).schema, [bf.scheme.column])
     bf.run(partitions=keys[:2])  # warm-up: JVM code paths for both alike
-    t = time.perf_counter()
-    assert bf.run(partitions=keys, force=True).ok
-    tool = time.perf_counter() - t
-    t = time.perf_counter()
-    fmt.overwrite_partitions(bulk, features.features_v2(spark, values), keys)
-    return {"recompute_s": tool, "bulk_overwrite_s": time.perf_counter() - t}
+    tool, plain = [], []
+    for _ in range(REPEATS):
+        t = time.perf_counter()
+        assert bf.run(partitions=keys, force=True).ok
+        tool.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        fmt.overwrite_partitions(bulk, features.features_v2(spark, values), keys)
+        plain.append(time.perf_counter() - t)
+    return {"recompute_s": min(tool), "bulk_overwrite_s": min(plain)}
+
+
+def _validate(bf: Any, keys: list[str]) -> dict[str, Any]:
+    """Best of two runs each, validation and the fair limit taking turns (as `_recompute`);
+    the verdicts of the last run."""
+    runs, fair = [], []
+    for _ in range(REPEATS):
+        seconds, verdicts, _ = run_fast(bf, keys)
+        runs.append(seconds)
+        fair.append(fair_limit(bf, keys))
+    counts = {v: sum(1 for x in verdicts.values() if x == v) for v in ("pass", "warn", "fail")}
+    return {"validate_s": min(runs), "fair_limit_s": min(fair), "verdicts": counts}
 
 
 def _promote(bf: Any, keys: list[str]) -> dict[str, float]:
@@ -75,12 +96,10 @@ def child(partitions: int, scale: int, naive_partitions: int) -> dict[str, Any]:
         out.update(_recompute(bf, keys))
         run_fast(bf, keys[:5])  # warm-up: JVM code paths and GX import
         run_naive(bf, keys[:1])
-        out["validate_s"], verdicts, _ = run_fast(bf, keys)
-        out["fair_limit_s"] = fair_limit(bf, keys)
+        out.update(_validate(bf, keys))
         out["cheap_scan_s"] = cheap_scan(bf, keys)
         naive_s, _ = run_naive(bf, keys[:naive_partitions])
         out["naive_s"] = naive_s * len(keys) / naive_partitions
-        out["verdicts"] = {v: sum(1 for x in verdicts.values() if x == v) for v in ("pass", "warn", "fail")}
         out.update(_promote(bf, keys))
         out["driver_jvm_peak_mb"] = _driver_jvm_peak_mb()
         bf.spark.stop()

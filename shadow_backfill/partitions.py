@@ -108,6 +108,11 @@ class PartitionScheme:
             return F.date_format(F.col(self.column), _SPARK_KEY_FORMAT[self.granularity])
         return F.col(self.column).cast("string")
 
+    def key_value(self) -> Column:
+        """Each row's partition as a value to group by: the column itself, which casts to
+        `key_column`'s text, or that text for a ranged column (a period has no column of its own)."""
+        return self.key_column() if self.ranged else F.col(self.column)
+
     # ---- keys <-> periods -------------------------------------------------------------------
 
     def parse_key(self, text: str) -> dt.datetime:

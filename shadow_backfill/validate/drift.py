@@ -38,7 +38,7 @@ class DriftProfiler:
         live: DataFrame,
         *,
         partition: str,
-        partition_text: Column | None = None,
+        partition_value: Column | None = None,
         keys: Sequence[str],
         max_categories: int,
         extra_aggs: Mapping[str, Column] | None = None,
@@ -48,9 +48,9 @@ class DriftProfiler:
         expected: Sequence[str] = (),
     ) -> None:
         self.plan = plan_columns(shadow.schema, live.schema, partition, keys)
-        # Each row's partition as text: the column cast to text, or its period for a ranged column.
-        text = F.col(partition).cast("string") if partition_text is None else partition_text
-        self.union = tag(shadow, "shadow", text).unionByName(tag(live, "live", text), allowMissingColumns=True)
+        # Each row's partition: the column itself, or its period's name for a ranged column.
+        value = F.col(partition) if partition_value is None else partition_value
+        self.union = tag(shadow, "shadow", value).unionByName(tag(live, "live", value), allowMissingColumns=True)
         self.extra_aggs = dict(extra_aggs or {})
         self.facts = FactsSpec(
             keys=list(keys),

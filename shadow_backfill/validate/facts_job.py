@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from shadow_backfill.validate import stats
 from shadow_backfill.validate.facts_spec import N_BINS, Edges, Fact, FactsSpec, cap_categories, edges_frame, fact_list
 from shadow_backfill.validate.key_facts import NO_BIN, by_key, key_bins, key_counts, key_samples
-from shadow_backfill.validate.plan import SIDE, K, PartitionProfile, is_side, tag
+from shadow_backfill.validate.plan import SIDE, K, PartitionProfile, as_text, is_side, partition_values, side_name, tag
 
 __all__ = ["FactsSpec", "run_facts", "unique_counts"]
 
@@ -200,8 +200,8 @@ def _recount_repeated(
     wanted = [i for i, f in enumerate(facts) if f.kind == "bin"]
     if not repeated or not wanted:
         return rows, False
-    rows_there = _with_edges(source.filter(F.col(K).isin(repeated)), edges)
-    recounted = _value_rows(rows_there, facts, spec, wanted).collect()
+    rows_there = _with_edges(source.filter(F.col(K).isin(partition_values(source, repeated))), edges)
+    recounted = as_text(_value_rows(rows_there, facts, spec, wanted)).collect()
     gone = set(repeated)
     kept = [r for r in rows if not (r[K] in gone and r["__fi"] is not None and facts[r["__fi"]].kind == "bin")]
     return kept + recounted, True
@@ -216,15 +216,16 @@ def _texts(source: DataFrame, spec: FactsSpec, samples: list[dict[str, Any]]) ->
         return False
     columns = sorted({s["__sj"] for s in wanted})
     key_json = F.to_json(F.struct(*[F.col(k) for k in spec.keys]))
-    found = (
-        source.filter(F.col(K).isin(sorted({s[K] for s in wanted})))
+    text = [F.max(F.substring(F.col(spec.compared[j]).cast("string"), 1, _TEXT)).alias(f"t{j}") for j in columns]
+    grouped = (
+        source.filter(F.col(K).isin(partition_values(source, sorted({s[K] for s in wanted}))))
         .select(K, SIDE, key_json.alias("__key"), *[F.col(spec.compared[j]) for j in columns])
         .filter(F.col("__key").isin(sorted({s["__key"] for s in wanted})))
         .groupBy(K, SIDE, "__key")
-        .agg(*[F.max(F.substring(F.col(spec.compared[j]).cast("string"), 1, _TEXT)).alias(f"t{j}") for j in columns])
-        .collect()
+        .agg(*text)
     )
-    texts = {(r[K], r["__key"], r[SIDE]): r for r in found}
+    found = as_text(grouped).collect()
+    texts = {(r[K], r["__key"], side_name(r[SIDE])): r for r in found}
     for s in wanted:
         for side, field in (("live", "__sl"), ("shadow", "__ss")):
             r = texts.get((s[K], s["__key"], side))
@@ -237,7 +238,7 @@ def run_facts(source: DataFrame, spec: FactsSpec, edges: Edges, profiles: Mappin
     into `profiles` from `source` (rows tagged by `plan.tag`); returns the Spark jobs run: one,
     plus one where a key repeats (its partition's histograms counted again) and one where a
     non-numeric value is sampled (its text read back)."""
-    thresholds = edges_frame(source.sparkSession, spec, edges) if edges else None
+    thresholds = edges_frame(source.sparkSession, spec, edges, source.schema[K].dataType) if edges else None
     facts = fact_list(spec, bool(edges))
     if not facts:
         return 0
@@ -245,7 +246,7 @@ def run_facts(source: DataFrame, spec: FactsSpec, edges: Edges, profiles: Mappin
     result = branches[0]
     for b in branches[1:]:
         result = result.unionByName(b, allowMissingColumns=True)
-    rows = result.collect()
+    rows = as_text(result).collect()
     jobs = 1
     if spec.keys:
         rows, recounted = _recount_repeated(source, spec, facts, thresholds, rows)

@@ -14,6 +14,7 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import DataType
 
 from shadow_backfill.validate.plan import QUANTILES, K, is_side
 
@@ -55,10 +56,11 @@ def _threshold(i: int, j: int) -> str:
     return f"__e_t{i}_{j}"
 
 
-def edges_frame(spark: SparkSession, spec: FactsSpec, edges: Edges) -> DataFrame:
-    """Per partition, the bin thresholds of every numeric column as plain double columns, in a
-    small frame to broadcast: one JSON literal parsed in Spark, so the plan holds one value
-    however many partitions, and no Python worker is started.
+def edges_frame(spark: SparkSession, spec: FactsSpec, edges: Edges, kind: DataType) -> DataFrame:
+    """Per partition (a value of type `kind`, as the rows hold it), the bin thresholds of every
+    numeric column as plain double columns, in a small frame to broadcast: one JSON literal
+    parsed in Spark, so the plan holds one value however many partitions, and no Python worker
+    is started.
 
     A threshold is a live decile plus the tolerance (a value within tolerance of an edge counts
     as on it, so float noise cannot move it across), computed here with the same double
@@ -76,7 +78,7 @@ def edges_frame(spark: SparkSession, spec: FactsSpec, edges: Edges) -> DataFrame
     names = [_threshold(i, j) for i in range(len(spec.numeric)) for j in range(len(QUANTILES))]
     schema = "array<struct<k:string," + ",".join(f"{n}:double" for n in names) + ">>"
     parsed = spark.range(1).select(F.explode(F.from_json(F.lit(json.dumps(rows)), schema)).alias("r"))
-    return parsed.select(F.col("r.k").alias(K), *[F.col(f"r.{n}").alias(n) for n in names])
+    return parsed.select(F.col("r.k").cast(kind).alias(K), *[F.col(f"r.{n}").alias(n) for n in names])
 
 
 def bin_of(i: int, x: Column) -> Column:

@@ -1,8 +1,9 @@
-"""Drift job 1, the profile: one aggregation of the shadow/live union by (partition, side).
+"""Drift job 1, the profile: one aggregation of the shadow/live union by (partition, side),
+and the live deciles (the bins the facts job sorts values into) by partition, in one job.
 
-Row counts, null counts, mean, std and sum per column, the live deciles (the bins the facts job
-sorts values into) and the aggregates of the compiled expectations all ride in this one
-grouping, so adding a column or an expectation adds columns to a job, never a job.
+Row counts, null counts, mean, std and sum per column and the aggregates of the compiled
+expectations all ride in the one grouping, so adding a column or an expectation adds columns
+to a job, never a job. The deciles have an aggregation of their own beside it (`_collect`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Mapping
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
-from shadow_backfill.validate.plan import QUANTILES, SIDE, ColumnPlan, K, PartitionProfile, is_side
+from shadow_backfill.validate.plan import QUANTILES, SIDE, ColumnPlan, K, PartitionProfile, as_text, is_side, side_name
 
 Edges = dict[str, dict[str, list[float]]]  # partition text -> numeric column -> live deciles
 
@@ -36,14 +37,21 @@ def _aggregations(plan: ColumnPlan, extra_aggs: Mapping[str, Column]) -> list[Co
 
 
 def _collect(union: DataFrame, plan: ColumnPlan, aggs: list[Column]) -> list[Row]:
-    """Run the aggregation, with the live deciles as one array when the engine can (one sort
-    per column instead of nine); learn once per process whether it can."""
+    """Run the aggregation and, in the same job, the live deciles in an aggregation of their
+    own: `percentile_approx` is an object aggregate, and inside the one grouping it took every
+    count and sum off Spark's fast hash aggregation (profile at 4.05 M rows per side: 6.8 s,
+    against 4.6 s apart and 1.7 s without deciles). The deciles come as one array when the
+    engine can (one sort per column instead of nine); learn once per process whether it can."""
     global _array_percentiles_work
 
     def collect(array_form: bool) -> list[Row]:
-        live_x = [F.when(is_side("live"), F.col(c).cast("double")) for c in plan.numeric]
-        deciles = [_live_deciles(x, array_form=array_form).alias(f"__q_{i}") for i, x in enumerate(live_x)]
-        return union.groupBy(K, SIDE).agg(*aggs, *deciles).collect()
+        profile = union.groupBy(K, SIDE).agg(*aggs)
+        if not plan.numeric:
+            return as_text(profile).collect()
+        x = [F.col(c).cast("double") for c in plan.numeric]
+        deciles = [_live_deciles(c, array_form=array_form).alias(f"__q_{i}") for i, c in enumerate(x)]
+        live = union.filter(is_side("live")).groupBy(K).agg(*deciles).withColumn(SIDE, F.lit(False))
+        return as_text(profile.unionByName(live, allowMissingColumns=True)).collect()
 
     if not plan.numeric or _array_percentiles_work:
         return collect(True)
@@ -59,14 +67,16 @@ def _collect(union: DataFrame, plan: ColumnPlan, aggs: list[Column]) -> list[Row
 
 
 def _read(row: Row, prof: PartitionProfile, plan: ColumnPlan, extra: Mapping[str, Column], edges: Edges) -> None:
-    side = row[SIDE]
-    n = int(row["__rows"])
-    if side == "live":
-        prof.live_rows = n
+    if row["__rows"] is None:  # the live deciles' row
         for i, c in enumerate(plan.numeric):
             qs = row[f"__q_{i}"]
             if qs is not None and None not in qs:  # all-null live column: no bins to compare on
                 edges.setdefault(row[K], {})[c] = [float(q) for q in qs]
+        return
+    side = side_name(row[SIDE])
+    n = int(row["__rows"])
+    if side == "live":
+        prof.live_rows = n
     else:
         prof.shadow_rows = n
         prof.shadow_aggs = {name: row[name] for name in extra}

@@ -169,7 +169,7 @@ class Validator:
             shadow,
             live,
             partition=self.scheme.column,
-            partition_text=self.scheme.key_column(),
+            partition_value=self.scheme.key_value(),
             keys=self.config.keys,
             max_categories=self.config.validation.max_categories,
             extra_aggs=extra,
