@@ -157,11 +157,18 @@ WIDE_ROWS = 300  # rows per day of the `wide` tables: enough for the distributio
 SHIFT_DAY, NUDGE_DAY = dt.date(2024, 1, 1), dt.date(2024, 1, 2)
 
 
-def wide(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+WIDE_BIG_ROWS = 25_000  # past twice profile_job.DECILE_SAMPLE: the deciles come from a sample
+
+
+def wide(spark: SparkSession, partitions: list[dt.date], rows: int = WIDE_ROWS) -> DataFrame:
     days = spark.range(1).select(F.explode(F.array(*[F.lit(d) for d in partitions])).alias("ds"))
-    df = days.crossJoin(spark.range(WIDE_ROWS))
+    df = days.crossJoin(spark.range(rows))
     h = F.abs(F.xxhash64("id", "ds"))
     return df.select("id", (h % 10000 / 100.0).alias("amount"), F.col("ds"))
+
+
+def wide_big(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    return wide(spark, partitions, WIDE_BIG_ROWS)
 
 
 def wide_shifted(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:

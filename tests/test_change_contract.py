@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from shadow_backfill import Backfill, ConfigError
 from shadow_backfill.cli import app
+from shadow_backfill.validate.profile_job import DECILE_SAMPLE, decile_every
 from shadow_backfill.validate.verdict import PartitionVerdict
 
 BIG, WARN, CAT = (d.isoformat() for d in (t.BIG_DAY, t.WARN_DAY, t.CAT_DAY))
@@ -110,6 +111,7 @@ def test_float_noise_is_not_a_change(make: MakeBackfill) -> None:
     assert v.metrics["keys"]["changed"] == 0
     hist = v.metrics["columns"]["amount"]["hist"]  # a value on a decile stays in its bin
     assert hist["live"] == hist["shadow"] and v.metrics["columns"]["amount"]["psi"] == 0
+    assert hist["edges_every"] == 1  # small partitions: the deciles of every live row
 
     exact = make(
         transform={"function": "sb_test_transforms:float_noise"},
@@ -137,9 +139,9 @@ def test_distribution_tests_need_enough_rows(make: MakeBackfill) -> None:
     assert "validation.expected_changes" in result.output
 
 
-def _seed_wide(bf: Backfill, start: str, end: str) -> None:
+def _seed_wide(bf: Backfill, start: str, end: str, rows: int = t.WIDE_ROWS) -> None:
     keys = bf.scheme.expand(start, end)
-    df = t.wide(bf.spark, [bf.scheme.value(k) for k in keys])
+    df = t.wide(bf.spark, [bf.scheme.value(k) for k in keys], rows)
     bf.table_format.create(bf.live_table, df.schema, ["ds"])
     bf.table_format.overwrite_partitions(bf.live_table, df, keys)
 
@@ -167,6 +169,27 @@ def test_modest_samples_are_judged_by_a_pvalue(make: MakeBackfill) -> None:
     v = {x.partition: x for x in big.validate(shift, nudge).verdicts}[shift]
     assert _check(v, "psi[amount]").status == "fail"
     assert "reported only" in _check(v, "drift_pvalue[amount]").message
+
+
+def test_deciles_of_a_large_partition_come_from_a_sample(make: MakeBackfill) -> None:
+    """Past twice DECILE_SAMPLE live rows, the bin edges come from every m-th live row (the
+    sketch costs per row); each bin still holds about a tenth of live, and the histograms
+    count every row."""
+    day = t.SHIFT_DAY.isoformat()
+    bf = make(seed_live=False, transform={"function": "sb_test_transforms:wide_big"})
+    _seed_wide(bf, day, day, t.WIDE_BIG_ROWS)
+    v = _verdicts(bf, day, day)[day]
+    hist = v.metrics["columns"]["amount"]["hist"]
+    assert hist["edges_every"] == t.WIDE_BIG_ROWS // DECILE_SAMPLE == 2
+    assert sum(hist["live"]) == sum(hist["shadow"]) == t.WIDE_BIG_ROWS
+    assert all(0.09 * t.WIDE_BIG_ROWS <= n <= 0.11 * t.WIDE_BIG_ROWS for n in hist["live"]), hist["live"]
+    assert hist["live"] == hist["shadow"] and v.verdict == "pass"
+
+
+def test_the_decile_sample_leaves_the_smallest_partition_enough_rows() -> None:
+    assert decile_every([45_000, 45_000]) == 4 and decile_every([45_000, 19_999]) == 1
+    assert decile_every([10**9, 0]) == 1  # a partition whose count metadata lacks: every row
+    assert decile_every([]) == 1
 
 
 def test_contract_mistakes_are_refused(make: MakeBackfill) -> None:

@@ -46,6 +46,7 @@ class DriftProfiler:
         tolerance: tuple[float, float] = (0.0, 0.0),
         sample_rows: int = 0,
         expected: Sequence[str] = (),
+        decile_every: int = 1,
     ) -> None:
         self.plan = plan_columns(shadow.schema, live.schema, partition, keys)
         # Each row's partition: the column itself, or its period's name for a ranged column.
@@ -65,11 +66,16 @@ class DriftProfiler:
             sample_first=[c for c in self.plan.compared if c not in set(expected)],
             integral=[c for c in self.plan.numeric if isinstance(shadow.schema[c].dataType, IntegralType)],
         )
+        self.decile_every = decile_every  # the live deciles from every m-th row (profile_job)
         self.jobs = 0  # Spark jobs run, for benchmarks and tests
 
     def run(self, partition_texts: Sequence[str]) -> dict[str, PartitionProfile]:
         profiles = {t: PartitionProfile(t) for t in partition_texts}
-        edges = run_profile(self.union, self.plan, self.extra_aggs, profiles)
+        edges = run_profile(self.union, self.plan, self.extra_aggs, profiles, self.decile_every)
         self.jobs += 1
         self.jobs += run_facts(self.union, self.facts, edges, profiles)
+        for prof in profiles.values():
+            for col in prof.columns.values():
+                if "hist" in col:
+                    col["hist"]["edges_every"] = self.decile_every  # the edges came from every m-th live row
         return profiles

@@ -8,7 +8,7 @@ to a job, never a job. The deciles have an aggregation of their own beside it (`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
@@ -18,6 +18,19 @@ from shadow_backfill.validate.plan import QUANTILES, SIDE, ColumnPlan, K, Partit
 Edges = dict[str, dict[str, list[float]]]  # partition text -> numeric column -> live deciles
 
 _array_percentiles_work: bool | None = None  # Sail (DataFusion) has only the scalar form
+
+DECILE_SAMPLE = 10_000  # live rows per partition the deciles are taken from, at least
+
+
+def decile_every(live_rows: Iterable[int]) -> int:
+    """Take the live deciles from every m-th row (chosen by a hash of the row, so the same rows
+    each run), m as large as leaves the smallest partition `DECILE_SAMPLE` rows; 1 when a count
+    is unknown (0). Why: the deciles' sketch costs per row, and at 45,000 rows per partition it
+    was half the profile job; deciles only place the bin edges, and the histograms, PSI and KS
+    still count every row. From 10,000 rows a decile's rank is off by about 0.3% (its standard
+    error), so each bin holds 10 +/- 1% of live rows."""
+    smallest = min(live_rows, default=0)
+    return max(1, smallest // DECILE_SAMPLE)
 
 
 def _live_deciles(x: Column, *, array_form: bool) -> Column:
@@ -36,7 +49,16 @@ def _aggregations(plan: ColumnPlan, extra_aggs: Mapping[str, Column]) -> list[Co
     return aggs + [col.alias(name) for name, col in extra_aggs.items()]
 
 
-def _collect(union: DataFrame, plan: ColumnPlan, aggs: list[Column]) -> list[Row]:
+def _live_rows(union: DataFrame, plan: ColumnPlan, every: int) -> DataFrame:
+    """The live rows the deciles are taken from: all, or every `every`-th by a hash of its
+    partition and compared values."""
+    live = union.filter(is_side("live"))
+    if every <= 1:
+        return live
+    return live.filter(F.pmod(F.xxhash64(F.col(K), *[F.col(c) for c in plan.compared]), F.lit(every)) == 0)
+
+
+def _collect(union: DataFrame, plan: ColumnPlan, aggs: list[Column], every: int) -> list[Row]:
     """Run the aggregation and, in the same job, the live deciles in an aggregation of their
     own: `percentile_approx` is an object aggregate, and inside the one grouping it took every
     count and sum off Spark's fast hash aggregation (profile at 4.05 M rows per side: 6.8 s,
@@ -50,7 +72,7 @@ def _collect(union: DataFrame, plan: ColumnPlan, aggs: list[Column]) -> list[Row
             return as_text(profile).collect()
         x = [F.col(c).cast("double") for c in plan.numeric]
         deciles = [_live_deciles(c, array_form=array_form).alias(f"__q_{i}") for i, c in enumerate(x)]
-        live = union.filter(is_side("live")).groupBy(K).agg(*deciles).withColumn(SIDE, F.lit(False))
+        live = _live_rows(union, plan, every).groupBy(K).agg(*deciles).withColumn(SIDE, F.lit(False))
         return as_text(profile.unionByName(live, allowMissingColumns=True)).collect()
 
     if not plan.numeric or _array_percentiles_work:
@@ -95,12 +117,17 @@ def _read(row: Row, prof: PartitionProfile, plan: ColumnPlan, extra: Mapping[str
 
 
 def run_profile(
-    union: DataFrame, plan: ColumnPlan, extra_aggs: Mapping[str, Column], profiles: Mapping[str, PartitionProfile]
+    union: DataFrame,
+    plan: ColumnPlan,
+    extra_aggs: Mapping[str, Column],
+    profiles: Mapping[str, PartitionProfile],
+    every: int = 1,
 ) -> Edges:
     """Fill counts, null rates, moments and expectation aggregates into `profiles`; return the
-    live deciles per partition and numeric column for the facts job."""
+    live deciles per partition and numeric column for the facts job, from every `every`-th live
+    row (`decile_every`)."""
     edges: Edges = {}
-    for row in _collect(union, plan, _aggregations(plan, extra_aggs)):
+    for row in _collect(union, plan, _aggregations(plan, extra_aggs), every):
         prof = profiles.get(row[K])
         if prof is not None:
             _read(row, prof, plan, extra_aggs, edges)

@@ -27,6 +27,7 @@ from shadow_backfill.validate.expectations import (
     outcome,
     split_supported,
 )
+from shadow_backfill.validate.profile_job import decile_every
 from shadow_backfill.validate.suites import Suite, check_columns, load_suites
 from shadow_backfill.validate.verdict import FAIL, PASS, WARN, Check, Judge, PartitionVerdict
 
@@ -149,6 +150,15 @@ class Validator:
                         f"keys: column {key!r} does not exist in table {table!r} (columns: {sorted(columns)})"
                     )
 
+    def _live_rows(self, keys: list[str]) -> list[int]:
+        """Live rows per partition from the table's metadata (no scan), to size the sample the
+        deciles come from; 0 where unknown, which samples nothing."""
+        try:
+            counts = self.fmt.partition_row_counts(self.config.live_table)
+        except Exception:  # metadata a format cannot read: take the deciles from every row
+            return [0]
+        return [counts.get(k, 0) for k in keys]
+
     def _check_contract(self, compared: list[str]) -> None:
         """An expected change must name a column both tables have with the same type; a typo
         would otherwise hold the intended column to equality and fail every partition."""
@@ -177,6 +187,7 @@ class Validator:
             tolerance=(self.config.validation.tolerance.abs, self.config.validation.tolerance.rel),
             sample_rows=self.config.validation.sample_rows,
             expected=list(self.config.validation.expected_changes),
+            decile_every=decile_every(self._live_rows(keys)),
         )
         self._check_contract(profiler.plan.compared)
         text_of = {k: self.scheme.column_text(k) for k in keys}
