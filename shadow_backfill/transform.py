@@ -140,7 +140,9 @@ def count_rows_by_partition(df: DataFrame, scheme: PartitionScheme, keys: Sequen
     Only the grouped counts reach the driver (at most len(keys) + 1 rows), never the data.
     """
     expected = {scheme.column_text(k): k for k in keys}
-    rows = df.groupBy(scheme.key_column().alias("k")).count().limit(len(keys) + 1).collect()
+    # Grouped by the partition's own value and named as text after: no text made per row.
+    grouped = df.groupBy(scheme.key_value().alias("k")).count().limit(len(keys) + 1)
+    rows = grouped.select(F.col("k").cast("string").alias("k"), "count").collect()
     stray = [r["k"] for r in rows if r["k"] not in expected]
     if stray:
         found = []
