@@ -10,10 +10,10 @@ limit measured in the same process on the same tables.
 
 Validation and recompute run twice, taking turns with their baseline, and the best of each is
 kept (this machine's runs of the same query differ by up to 30%); promotion runs once (a second
-promotion would have nothing to promote). Each scale runs in a fresh process (its own Spark session and JVM), so the driver's peak memory
-(Python ru_maxrss, driver JVM VmHWM) is that scale's. Results: bench/results/scale.json, and a
-plot of seconds against rows per side (bench/results/scale.svg; needs matplotlib, the `bench`
-extra).
+promotion would have nothing to promote). Each scale runs in a fresh process (its own Spark
+session and JVM), so the driver's peak memory (Python ru_maxrss, driver JVM VmHWM) is that
+scale's. Results: bench/results/scale.json, and a plot of seconds against rows per side
+(bench/results/scale.svg; needs matplotlib, the `bench` extra).
 """
 
 from __future__ import annotations
