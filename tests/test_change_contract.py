@@ -184,6 +184,10 @@ def test_deciles_of_a_large_partition_come_from_a_sample(make: MakeBackfill) -> 
     assert sum(hist["live"]) == sum(hist["shadow"]) == t.WIDE_BIG_ROWS
     assert all(0.09 * t.WIDE_BIG_ROWS <= n <= 0.11 * t.WIDE_BIG_ROWS for n in hist["live"]), hist["live"]
     assert hist["live"] == hist["shadow"] and v.verdict == "pass"
+    # without keys a row has no identity to be chosen by: the deciles of every row
+    keyless = make(seed_live=False, keys=[], live_table=bf.live_table, state={"url": bf.config.state_url})
+    v = {x.partition: x for x in keyless.validate(day, day).verdicts}[day]
+    assert v.metrics["columns"]["amount"]["hist"]["edges_every"] == 1
 
 
 def test_the_decile_sample_leaves_the_smallest_partition_enough_rows() -> None:

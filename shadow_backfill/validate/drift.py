@@ -66,12 +66,14 @@ class DriftProfiler:
             sample_first=[c for c in self.plan.compared if c not in set(expected)],
             integral=[c for c in self.plan.numeric if isinstance(shadow.schema[c].dataType, IntegralType)],
         )
-        self.decile_every = decile_every  # the live deciles from every m-th row (profile_job)
+        # the live deciles from every m-th row (profile_job); chosen by key, so only with keys
+        self.decile_every = decile_every if keys else 1
         self.jobs = 0  # Spark jobs run, for benchmarks and tests
 
     def run(self, partition_texts: Sequence[str]) -> dict[str, PartitionProfile]:
         profiles = {t: PartitionProfile(t) for t in partition_texts}
-        edges = run_profile(self.union, self.plan, self.extra_aggs, profiles, self.decile_every)
+        sample_by = [*self.facts.keys, *self.plan.compared]
+        edges = run_profile(self.union, self.plan, self.extra_aggs, profiles, self.decile_every, sample_by)
         self.jobs += 1
         self.jobs += run_facts(self.union, self.facts, edges, profiles)
         for prof in profiles.values():

@@ -119,7 +119,8 @@ class Validator:
         if written:
             shadow = self.fmt.read_partitions(cfg.shadow, written, shadow_version)
             live = self.fmt.read_partitions(cfg.live_table, written, live_version)
-            result.verdicts += self._judge(written, shadow, live, suites)
+            every = self._decile_every(written, [records[k].rows or 0 for k in written])
+            result.verdicts += self._judge(written, shadow, live, suites, every)
         result.verdicts.sort(key=lambda v: self.scheme.parse_key(v.partition))
         result.seconds = time.monotonic() - started
 
@@ -150,14 +151,19 @@ class Validator:
                         f"keys: column {key!r} does not exist in table {table!r} (columns: {sorted(columns)})"
                     )
 
-    def _live_rows(self, keys: list[str]) -> list[int]:
-        """Live rows per partition from the table's metadata (no scan), to size the sample the
-        deciles come from; 0 where unknown, which samples nothing."""
+    def _decile_every(self, keys: list[str], shadow_rows: list[int]) -> int:
+        """How sparsely the live deciles may be sampled (`profile_job.decile_every`), from live's
+        row counts in the table's metadata (no scan). The shadow's rows, which recompute keeps,
+        rule sampling out for free where a partition is small, so only large validations read
+        that metadata (a Spark job on some formats). Without keys a row has no identity to be
+        chosen by (identical rows would be taken or left together): every row."""
+        if not self.config.keys or decile_every(shadow_rows) == 1:
+            return 1
         try:
             counts = self.fmt.partition_row_counts(self.config.live_table)
-        except Exception:  # metadata a format cannot read: take the deciles from every row
-            return [0]
-        return [counts.get(k, 0) for k in keys]
+        except Exception:  # metadata a format cannot read: the deciles of every row
+            return 1
+        return decile_every(counts.get(k, 0) for k in keys)
 
     def _check_contract(self, compared: list[str]) -> None:
         """An expected change must name a column both tables have with the same type; a typo
@@ -169,7 +175,9 @@ class Validator:
                 f"(compared columns: {compared})"
             )
 
-    def _judge(self, keys: list[str], shadow: Any, live: Any, suites: list[Suite]) -> list[PartitionVerdict]:
+    def _judge(
+        self, keys: list[str], shadow: Any, live: Any, suites: list[Suite], decile_every: int
+    ) -> list[PartitionVerdict]:
         expectations = [e for s in suites for e in s.expectations]
         compiled, unique, _ = split_supported(expectations)
         # Compiled expectations ride along in the profile job and uniqueness in the facts job:
@@ -187,7 +195,7 @@ class Validator:
             tolerance=(self.config.validation.tolerance.abs, self.config.validation.tolerance.rel),
             sample_rows=self.config.validation.sample_rows,
             expected=list(self.config.validation.expected_changes),
-            decile_every=decile_every(self._live_rows(keys)),
+            decile_every=decile_every,
         )
         self._check_contract(profiler.plan.compared)
         text_of = {k: self.scheme.column_text(k) for k in keys}
