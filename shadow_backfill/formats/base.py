@@ -282,10 +282,13 @@ class TableFormat(ABC):
     def identity(self, table: str) -> TableIdentity | None:
         """The table's id and resolved location; None when it does not exist."""
 
+    def identities(self, tables: Sequence[str]) -> list[TableIdentity | None]:
+        """`identity` of each table; a format may read them together (fewer Spark jobs)."""
+        return [self.identity(t) for t in tables]
+
     def check_distinct(self, live: str, shadow: str) -> None:
         """Refuse a shadow that is, contains or lies inside the live table, whatever its name."""
-        a = self.identity(live)
-        b = self.identity(shadow)
+        a, b = self.identities([live, shadow])
         if a is None or b is None:
             return
         if a.id is not None and a.id == b.id:

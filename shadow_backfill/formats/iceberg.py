@@ -13,6 +13,7 @@ import datetime as dt
 import importlib
 import re
 from collections.abc import Callable, Mapping, Sequence
+from functools import reduce
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -180,19 +181,34 @@ class IcebergFormat(TableFormat):
 
     def identity(self, table: str) -> TableIdentity | None:
         """The table UUID and location from its current metadata file, whichever catalog named it."""
-        if not self.exists(table):
-            return None
-        latest = (
-            self.spark.table(f"{table}.metadata_log_entries").orderBy(F.col("timestamp").desc()).select("file").first()
-        )
-        if latest is None:
-            return None
+        return self.identities([table])[0]
+
+    def identities(self, tables: Sequence[str]) -> list[TableIdentity | None]:
+        """Two Spark jobs for all tables instead of two per table (0.35 -> 0.2 s for live and
+        shadow, on every promotion and recompute): their latest metadata files, then those
+        files' two fields."""
+        present = [t for t in dict.fromkeys(tables) if self.exists(t)]
+        if not present:
+            return [None] * len(tables)
+        logs = [
+            self.spark.table(f"{t}.metadata_log_entries").select(F.lit(i).alias("t"), "timestamp", "file")
+            for i, t in enumerate(present)
+        ]
+        latest = reduce(DataFrame.unionByName, logs).groupBy("t").agg(F.max_by("file", "timestamp").alias("file"))
+        files = {int(r["t"]): r["file"] for r in latest.collect()}
         # Only the two fields, by schema: inferring the whole metadata file's schema is a Spark job.
         meta = self.spark.read.schema("`table-uuid` string, location string").option("multiLine", "true")
-        row = meta.json(latest["file"]).select(F.col("`table-uuid`").alias("id"), F.col("location")).first()
-        if row is None:
-            return None
-        return TableIdentity(id=row["id"], location=normalize_location(row["location"]))
+        fields = [
+            meta.json(f).select(F.lit(i).alias("t"), F.col("`table-uuid`").alias("id"), "location")
+            for i, f in files.items()
+        ]
+        found = {int(r["t"]): r for r in reduce(DataFrame.unionByName, fields).collect()} if fields else {}
+        by_table = {
+            t: TableIdentity(id=r["id"], location=normalize_location(r["location"]))
+            for i, t in enumerate(present)
+            if (r := found.get(i)) is not None
+        }
+        return [by_table.get(t) for t in tables]
 
     def partition_row_counts(self, table: str) -> dict[str, int]:
         rows = (
