@@ -72,8 +72,7 @@ class DriftProfiler:
 
     def run(self, partition_texts: Sequence[str]) -> dict[str, PartitionProfile]:
         profiles = {t: PartitionProfile(t) for t in partition_texts}
-        sample_by = [*self.facts.keys, *self.plan.compared]
-        edges = run_profile(self.union, self.plan, self.extra_aggs, profiles, self.decile_every, sample_by)
+        edges = run_profile(self.union, self.plan, self.extra_aggs, profiles, self.decile_every, self.facts.keys)
         self.jobs += 1
         self.jobs += run_facts(self.union, self.facts, edges, profiles)
         for prof in profiles.values():

