@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 import sb_test_transforms as t
 from conftest import END, START, MakeBackfill
+from pyspark.sql import functions as F
 from typer.testing import CliRunner
 
 from shadow_backfill import Backfill, ConfigError
 from shadow_backfill.cli import app
+from shadow_backfill.validate.facts_spec import _threshold, bin_of
 from shadow_backfill.validate.profile_job import DECILE_SAMPLE, decile_every
 from shadow_backfill.validate.verdict import PartitionVerdict
 
@@ -194,6 +196,18 @@ def test_the_decile_sample_leaves_the_smallest_partition_enough_rows() -> None:
     assert decile_every([45_000, 45_000]) == 4 and decile_every([45_000, 19_999]) == 1
     assert decile_every([10**9, 0]) == 1  # a partition whose count metadata lacks: every row
     assert decile_every([]) == 1
+
+
+def test_a_value_s_bin_is_the_number_of_thresholds_it_lies_above(spark: Any) -> None:
+    """The binary search of `bin_of` against a plain count, on ties (equal deciles), both
+    infinities, NaN (Spark orders it above every number) and null (no bin)."""
+    thresholds = [-2.0, -1.0, 0.0, 0.0, 0.5, 1.0, 1.0, 3.0, 7.0]
+    values = [float("-inf"), -3.0, -2.0, -1.5, -1.0, 0.0, 0.25, 0.5, 1.0, 2.0, 3.0, 6.9, 7.0, 8.0, float("inf")]
+    names = [_threshold(0, j) for j in range(len(thresholds))]
+    rows = [(v, *thresholds) for v in [*values, float("nan"), None]]
+    df = spark.createDataFrame(rows, "v double, " + ", ".join(f"{n} double" for n in names))
+    got = [r["b"] for r in df.select(bin_of(0, F.col("v")).alias("b")).collect()]
+    assert got == [sum(v > q for q in thresholds) for v in values] + [len(thresholds), None]
 
 
 def test_contract_mistakes_are_refused(make: MakeBackfill) -> None:
