@@ -23,8 +23,8 @@ DECILE_SAMPLE = 10_000  # live rows per partition the deciles are taken from, at
 
 
 def decile_every(live_rows: Iterable[int]) -> int:
-    """Take the live deciles from every m-th row (chosen by a hash of the row, so the same rows
-    each run), m as large as leaves the smallest partition `DECILE_SAMPLE` rows; 1 when a count
+    """Take the live deciles from every m-th row (chosen by a hash of its partition and key, so
+    the same rows each run), m as large as leaves the smallest partition `DECILE_SAMPLE` rows; 1 when a count
     is unknown (0). Why: the deciles' sketch costs per row, and at 45,000 rows per partition it
     was half the profile job; deciles only place the bin edges, and the histograms, PSI and KS
     still count every row. From 10,000 rows a decile's rank is off by about 0.3% (its standard
