@@ -76,15 +76,39 @@ def ks_pvalue(live: Sequence[float], shadow: Sequence[float]) -> float:
 
     The statistic there is at most the exact one, so the p-value is at least the exact one:
     a shift inside one decile goes unseen, and what is flagged is real. scipy's asymptotic
-    two-sided distribution, as `ks_2samp(method="asymp")` uses it.
+    two-sided distribution, as `ks_2samp(method="asymp")` uses it (`kstwo_sf`).
     """
-    from scipy.stats import kstwo
-
     n, m = sum(live), sum(shadow)
     if n == 0 or m == 0:
         return 1.0
     en = round(n * m / (n + m))
-    return float(kstwo.sf(ks(live, shadow), max(en, 1)))
+    return kstwo_sf(ks(live, shadow), max(en, 1))
+
+
+PELZ_GOOD_FROM = 1000  # effective sample size from which `kstwo_sf` takes Pelz-Good's series
+
+
+def kstwo_sf(d: float, n: int) -> float:
+    """scipy's `kstwo.sf(d, n)`, fast for large n.
+
+    Where n * d**2 < 2.2 (p above about 0.02) and n <= 100,000, scipy computes it exactly with
+    Durbin's matrix, whose size grows with n * d: 12 ms a call at n = 22,500, which made the
+    p-values 2.3 s of a 22 s validation at 45,000 rows per partition, the more the larger the
+    partitions. Above 100,000 scipy itself switches to Pelz and Good's asymptotic series; from
+    n = 1,000 that series is within 4e-8 of the exact value (relative 1e-5, measured against
+    `kstwo.sf` over the whole range of d), so it is taken from there. scipy keeps the series in
+    a private module: if that ever moves, the exact value is computed, only slower.
+    """
+    from scipy.stats import kstwo
+
+    if n >= PELZ_GOOD_FROM and 1.0 < n * d and n * d * d < 2.2:
+        try:
+            from scipy.stats._ksstats import _kolmogn_PelzGood
+        except ImportError:  # pragma: no cover - a scipy without it
+            pass
+        else:
+            return float(min(1.0, max(0.0, 1.0 - _kolmogn_PelzGood(n, d, cdf=True))))
+    return float(kstwo.sf(d, n))
 
 
 def chi2_pvalue(live: Mapping[str, int], shadow: Mapping[str, int]) -> float:
