@@ -101,7 +101,7 @@ def kstwo_sf(d: float, n: int) -> float:
     """
     from scipy.stats import kstwo
 
-    if n >= PELZ_GOOD_FROM and 1.0 < n * d and n * d * d < 2.2:
+    if n >= PELZ_GOOD_FROM and n * d > 1.0 and n * d * d < 2.2:
         try:
             from scipy.stats._ksstats import _kolmogn_PelzGood
         except ImportError:  # pragma: no cover - a scipy without it
