@@ -178,6 +178,17 @@ def wide_shifted(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
     return df.withColumn("amount", F.col("amount") + step)
 
 
+def wide_ranked(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    """Changes to rank as samples: on SHIFT_DAY amount + (id % 7) / 2 (many ties; id % 7 == 0
+    unchanged) and no amount for ids 10 and 20 (a change without a difference: ranked first);
+    on NUDGE_DAY amount + id / 100 (all different)."""
+    df = wide(spark, partitions)
+    shift, nudge = F.col("ds") == F.lit(SHIFT_DAY), F.col("ds") == F.lit(NUDGE_DAY)
+    step = F.when(shift, (F.col("id") % 7) * 0.5).when(nudge, F.col("id") / 100.0).otherwise(0.0)
+    gone = shift & F.col("id").isin(10, 20)
+    return df.withColumn("amount", F.when(gone, F.lit(None)).otherwise(F.col("amount") + step))
+
+
 def category_c_retired(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
     """New logic for a table partitioned by (ds, cat): amounts doubled, and category "c" is no
     longer produced, so its sub-partitions must be cleared wherever a date is recomputed."""

@@ -178,11 +178,12 @@ def _branches(source: DataFrame, spec: FactsSpec, facts: list[Fact], edges: Data
         return [_value_rows(_with_edges(source, edges), facts, spec, list(range(len(facts))))]
     derived = _derived_unique(spec)
     bk = by_key(source, spec)
-    out = [key_counts(bk, spec, bool(derived))]
+    counts = key_counts(bk, spec, bool(derived))
+    out = [counts]
     if edges is not None and (bins := key_bins(bk, facts, spec, edges)) is not None:
         out.append(bins)
     if spec.compared and spec.sample_rows:
-        out.append(key_samples(bk, spec))
+        out.append(key_samples(bk, spec, counts))
     from_rows = [
         i for i, f in enumerate(facts) if f.kind == "category" or (f.kind == "unique" and f.column not in derived)
     ]

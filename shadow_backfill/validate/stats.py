@@ -86,28 +86,32 @@ def ks_pvalue(live: Sequence[float], shadow: Sequence[float]) -> float:
 
 
 PELZ_GOOD_FROM = 1000  # effective sample size from which `kstwo_sf` takes Pelz-Good's series
+PELZ_GOOD_DOWN_TO = 1e-10  # below this p-value the series loses its relative precision
 
 
 def kstwo_sf(d: float, n: int) -> float:
     """scipy's `kstwo.sf(d, n)`, fast for large n.
 
-    Where n * d**2 < 2.2 (p above about 0.02) and n <= 100,000, scipy computes it exactly with
-    Durbin's matrix, whose size grows with n * d: 12 ms a call at n = 22,500, which made the
-    p-values 2.3 s of a 22 s validation at 45,000 rows per partition, the more the larger the
-    partitions. Above 100,000 scipy itself switches to Pelz and Good's asymptotic series; from
-    n = 1,000 that series is within 4e-8 of the exact value (relative 1e-5, measured against
-    `kstwo.sf` over the whole range of d), so it is taken from there. scipy keeps the series in
-    a private module: if that ever moves, the exact value is computed, only slower.
+    For n over 140 scipy computes it exactly: Durbin's matrix where n * d**2 < 2.2, Smirnov's
+    one-sided sum above; both grow with n, to 12-20 ms a call at n = 22,500 (90 ms at 100,000),
+    which made the p-values 2.3 s of a 22 s validation at 45,000 rows per partition, the more
+    the larger the partitions. scipy itself takes Pelz and Good's asymptotic series over
+    100,000 (in the first region); from n = 1,000 the series is within 1e-8 of the exact value
+    wherever p >= 1e-10 (relative 1.4e-3 at worst at n = 1,000, 1e-5 from 22,500), so it is
+    taken there; smaller p-values, where 1 - CDF runs out of digits, stay exact. scipy keeps
+    the series in a private module: if that ever moves, every value is exact, only slower.
     """
     from scipy.stats import kstwo
 
-    if n >= PELZ_GOOD_FROM and n * d > 1.0 and n * d * d < 2.2:
+    if n >= PELZ_GOOD_FROM and n * d > 1.0 and n * d * d < 18.0:
         try:
             from scipy.stats._ksstats import _kolmogn_PelzGood
         except ImportError:  # pragma: no cover - a scipy without it
             pass
         else:
-            return float(min(1.0, max(0.0, 1.0 - _kolmogn_PelzGood(n, d, cdf=True))))
+            p = 1.0 - float(_kolmogn_PelzGood(n, d, cdf=True))
+            if p >= PELZ_GOOD_DOWN_TO:
+                return min(1.0, p)
     return float(kstwo.sf(d, n))
 
 
