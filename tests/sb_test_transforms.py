@@ -181,12 +181,16 @@ def wide_shifted(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
 def wide_ranked(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
     """Changes to rank as samples: on SHIFT_DAY amount + (id % 7) / 2 (many ties; id % 7 == 0
     unchanged) and no amount for ids 10 and 20 (a change without a difference: ranked first);
-    on NUDGE_DAY amount + id / 100 (all different)."""
+    on NUDGE_DAY amount + id / 100 (all different) and label "b" instead of "a" where id % 3 == 0
+    (a text: its changes rank by key)."""
     df = wide(spark, partitions)
     shift, nudge = F.col("ds") == F.lit(SHIFT_DAY), F.col("ds") == F.lit(NUDGE_DAY)
     step = F.when(shift, (F.col("id") % 7) * 0.5).when(nudge, F.col("id") / 100.0).otherwise(0.0)
     gone = shift & F.col("id").isin(10, 20)
-    return df.withColumn("amount", F.when(gone, F.lit(None)).otherwise(F.col("amount") + step))
+    label = F.when(nudge & (F.col("id") % 3 == 0), F.lit("b")).otherwise(F.lit("a"))
+    return df.withColumn("amount", F.when(gone, F.lit(None)).otherwise(F.col("amount") + step)).withColumn(
+        "label", label
+    )
 
 
 def category_c_retired(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:

@@ -175,30 +175,40 @@ def test_modest_samples_are_judged_by_a_pvalue(make: MakeBackfill) -> None:
 
 
 def test_samples_are_the_largest_changes_however_many_keys_changed(make: MakeBackfill) -> None:
-    """With every key changed, the samples are ranked only above a cut (`key_samples`): they
-    must still be the largest differences, ties broken by key, a missing difference first."""
+    """With every key changed, the samples are ranked only above a cut (`sample_cut`): they must
+    still be the largest differences, ties broken by key, a missing difference first, and a
+    text's changes by key, taken in turns across the columns."""
     shift, nudge = t.SHIFT_DAY.isoformat(), t.NUDGE_DAY.isoformat()
     bf = make(seed_live=False, transform={"function": "sb_test_transforms:wide_ranked"}, validation={"sample_rows": 5})
-    _seed_wide(bf, shift, nudge)
+    keys = bf.scheme.expand(shift, nudge)
+    live = t.wide(bf.spark, [bf.scheme.value(k) for k in keys]).withColumn("label", F.lit("a"))
+    bf.table_format.create(bf.live_table, live.schema, ["ds"])
+    bf.table_format.overwrite_partitions(bf.live_table, live, keys)
     verdicts = _verdicts(bf, shift, nudge)
 
-    def ranked(day: str) -> list[int]:
-        return [s["keys"]["id"] for s in verdicts[day].metrics["samples"]]
+    def sampled(day: str) -> list[tuple[str, int]]:
+        return [(s["column"], s["keys"]["id"]) for s in verdicts[day].metrics["samples"]]
 
-    def plainly_ranked(day: str) -> list[int]:  # every change ranked, by a join of the two tables
+    def plainly_ranked(day: str, column: str) -> list[int]:  # every change, by a join of the tables
         live, shadow = (bf.table_format.read_partitions(table, [day]) for table in (bf.live_table, bf.shadow_table))
-        pairs = shadow.alias("s").join(live.alias("l"), ["ds", "id"])
-        s, lv = F.col("s.amount"), F.col("l.amount")
+        s, lv = F.col(f"s.{column}"), F.col(f"l.{column}")
+        size = F.abs(s - lv) if column == "amount" else F.lit(None).cast("double")
         top = (
-            pairs.filter(~s.eqNullSafe(lv))
-            .select("id", F.coalesce(F.abs(s - lv), F.lit(float("inf"))).alias("a"))
+            shadow.alias("s")
+            .join(live.alias("l"), ["ds", "id"])
+            .filter(~s.eqNullSafe(lv))
+            .select("id", F.coalesce(size, F.lit(float("inf"))).alias("a"))
             .orderBy(F.col("a").desc(), "id")
             .limit(5)
         )
         return [r["id"] for r in top.collect()]
 
-    assert ranked(shift)[:2] == [10, 20] and ranked(shift) == plainly_ranked(shift)
-    assert ranked(nudge) == plainly_ranked(nudge) == [299, 298, 297, 296, 295]
+    amounts = plainly_ranked(shift, "amount")
+    assert amounts[:2] == [10, 20] and sampled(shift) == [("amount", i) for i in amounts]
+    amounts, labels = plainly_ranked(nudge, "amount"), plainly_ranked(nudge, "label")
+    assert amounts == [299, 298, 297, 296, 295] and labels == [0, 3, 6, 9, 12]
+    turns = [("amount", amounts[0]), ("label", labels[0]), ("amount", amounts[1]), ("label", labels[1])]
+    assert sampled(nudge) == [*turns, ("amount", amounts[2])]
     top = verdicts[nudge].metrics["samples"][0]
     assert top["shadow"] - top["live"] == pytest.approx(2.99)
 

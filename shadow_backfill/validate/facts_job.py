@@ -21,8 +21,16 @@ from pyspark.sql import functions as F
 
 from shadow_backfill.validate import stats
 from shadow_backfill.validate.facts_spec import N_BINS, Edges, Fact, FactsSpec, cap_categories, edges_frame, fact_list
-from shadow_backfill.validate.key_facts import NO_BIN, by_key, key_bins, key_counts, key_samples
+from shadow_backfill.validate.key_facts import (
+    NO_BIN,
+    by_key,
+    key_bins,
+    key_counts,
+    key_names,
+    key_samples,
+)
 from shadow_backfill.validate.plan import SIDE, K, PartitionProfile, as_text, is_side, partition_values, side_name, tag
+from shadow_backfill.validate.sample_cut import cuts_for
 
 __all__ = ["FactsSpec", "run_facts", "unique_counts"]
 
@@ -178,12 +186,13 @@ def _branches(source: DataFrame, spec: FactsSpec, facts: list[Fact], edges: Data
         return [_value_rows(_with_edges(source, edges), facts, spec, list(range(len(facts))))]
     derived = _derived_unique(spec)
     bk = by_key(source, spec)
-    counts = key_counts(bk, spec, bool(derived))
+    cuts = cuts_for(spec, bk, key_names(spec))
+    counts = key_counts(bk, spec, bool(derived), cuts)
     out = [counts]
     if edges is not None and (bins := key_bins(bk, facts, spec, edges)) is not None:
         out.append(bins)
     if spec.compared and spec.sample_rows:
-        out.append(key_samples(bk, spec, counts))
+        out.append(key_samples(bk, spec, counts, cuts))
     from_rows = [
         i for i, f in enumerate(facts) if f.kind == "category" or (f.kind == "unique" and f.column not in derived)
     ]

@@ -6,8 +6,9 @@ hash) and grouped by the native key columns: fixed-width buffers keep Spark on i
 aggregation (a text in the buffer would sort every row), and the shuffle carries one short row
 per key and side. From those per-key rows, with no further shuffle of data rows, come the key
 counts and change metrics, the histograms (exact where no key repeats on a side: each side's
-value of a key is then its one row's) and the largest changes as samples. The counts, the
-bins and the samples read the same grouping, which Spark runs once for all three.
+value of a key is then its one row's) and the largest changes as samples (`sample_cut`). The
+counts, the bins and the samples read the same grouping: Spark shares its shuffle, and runs
+the aggregation above it once for each of them.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pyspark.sql import functions as F
 
 from shadow_backfill.validate.facts_spec import Diff, Fact, FactsSpec, bin_of, diffs
 from shadow_backfill.validate.plan import SIDE, K, is_side
+from shadow_backfill.validate.sample_cut import Cuts, bests, bound, kept, with_bounds
 
 
 def key_names(spec: FactsSpec) -> list[str]:
@@ -79,58 +81,37 @@ def _key_metrics(spec: FactsSpec, derived_unique: bool) -> dict[str, Column]:
     return out
 
 
-CUT_BUCKETS_MAX = 64  # above this many samples per partition, no cut: the window sorts every change
-
-
-def cut_columns(spec: FactsSpec) -> list[int]:
-    """The compared numeric columns whose changes `key_samples` ranks only above a cut."""
-    if not 0 < spec.sample_rows <= CUT_BUCKETS_MAX:
-        return []
-    return [j for j, c in enumerate(spec.compared) if c in spec.numeric]
-
-
-def _sub_maxima(spec: FactsSpec) -> dict[str, Column]:
-    """Per key and numeric column: its change as the samples rank it (a missing difference
-    ranks first), only where it changed."""
-    both = (F.col("__ns") > 0) & (F.col("__nl") > 0)
-    ds = _diffs(spec)
-    inf = F.lit(float("inf"))
-    return {f"__t_{j}": F.when(both & ds[j].changed, F.coalesce(ds[j].abs_diff, inf)) for j in cut_columns(spec)}
-
-
-def key_counts(bk: DataFrame, spec: FactsSpec, derived_unique: bool) -> DataFrame:
+def key_counts(bk: DataFrame, spec: FactsSpec, derived_unique: bool, cuts: Cuts) -> DataFrame:
     """Per partition, as fact 0 (the key): added, removed, matched, changed and duplicate keys,
     per compared column the keys changed beyond tolerance and, for numbers, the differences;
     `__dup`, the most rows a key has on a side; with `derived_unique`, the one key column's
-    uniqueness counts; and per numeric column the samples' cut `__cut_j` (`key_samples`).
-
-    The cut: the keys of a partition fall into `sample_rows` buckets by a hash of the key, and
-    each bucket's largest change is a change of its own, so at least `sample_rows` changes of
-    the column are at least the smallest of those maxima, and the `sample_rows` largest are
-    all at or above it. Null where a bucket has no change. Counted per (partition, bucket),
-    then per partition, in the aggregation the counts need anyway."""
+    uniqueness counts; and the samples' bounds `__cut_j` (`sample_cut`), from the buckets'
+    bests: counted per (partition, bucket), then per partition."""
     metrics = _key_metrics(spec, derived_unique)
-    tops = _sub_maxima(spec)
-    abs_diffs = [j for j, c in enumerate(spec.compared) if c in spec.numeric]
     keys = [F.col(k) for k in key_names(spec)]
-    bucket = F.pmod(F.xxhash64(*keys), F.lit(spec.sample_rows)) if tops else F.lit(0)
+    matched = (F.col("__ns") > 0) & (F.col("__nl") > 0)
+    tops = bests(cuts, _diffs(spec), keys[0], matched)
+    abs_diffs = [j for j, c in enumerate(spec.compared) if c in spec.numeric]
+    bucket = F.pmod(F.xxhash64(*keys), F.lit(cuts.buckets)) if tops else F.lit(0)
     per_bucket = bk.select(
         K,
         bucket.alias("__h"),
-        *[m.alias(n) for n, m in {**metrics, **tops}.items()],
+        *[m.alias(n) for n, m in metrics.items()],
+        *[value.alias(n) for n, (value, _, _) in tops.items()],
         F.greatest("__ns", "__nl").alias("__dup"),
     )
-    maxima = {**{f"__m_{j}": f"__a_{j}" for j in abs_diffs}, "__dup": "__dup", **{n: n for n in tops}}
+    maxima = {**{f"__m_{j}": f"__a_{j}" for j in abs_diffs}, "__dup": "__dup"}
     by_bucket = per_bucket.groupBy(K, "__h").agg(
-        *[F.sum(n).alias(n) for n in metrics], *[F.max(c).alias(n) for n, c in maxima.items()]
+        *[F.sum(n).alias(n) for n in metrics],
+        *[F.max(c).alias(n) for n, c in maxima.items()],
+        *[in_bucket(F.col(n)).alias(n) for n, (_, in_bucket, _) in tops.items()],
     )
-    cuts = [F.when(F.count(n) == F.lit(spec.sample_rows), F.min(n)).alias(n.replace("__t_", "__cut_")) for n in tops]
     return (
         by_bucket.groupBy(K)
         .agg(
             *[F.sum(n).alias(n) for n in metrics],
-            *[F.max(n).alias(n) for n in maxima if n not in tops],
-            *cuts,
+            *[F.max(n).alias(n) for n in maxima],
+            *[bound(n, cuts.buckets, of_bests) for n, (_, _, of_bests) in tops.items()],
         )
         .withColumn("__fi", F.lit(0))
     )
@@ -140,28 +121,44 @@ NO_BIN = 10  # the bin code of a missing value (no row on that side, or null)
 PAIRS = (NO_BIN + 1) ** 2
 
 
+def _bin_facts(facts: Sequence[Fact], spec: FactsSpec) -> list[tuple[int, int]]:
+    """(fact index, compared column index) of each bin fact."""
+    out = []
+    for fi, f in enumerate(facts):
+        if f.kind == "bin":
+            out.append((fi, spec.compared.index(str(f.column))))
+    return out
+
+
+def _pair_code(fi: int, j: int, spec: FactsSpec) -> Column:
+    """Bin fact fi's (shadow bin, live bin) pair of a key as one number, `NO_BIN` for a side
+    without a value; the thresholds must be joined (`edges`)."""
+    i = spec.numeric.index(spec.compared[j])
+    shadow, live = (F.coalesce(bin_of(i, F.col(f"__{s}x_{j}")), F.lit(NO_BIN)) for s in "sl")
+    return F.lit(fi * PAIRS) + shadow * (NO_BIN + 1) + live
+
+
+def _as_bins(frame: DataFrame) -> DataFrame:
+    code = F.col("__code")
+    return frame.select(K, F.floor(code / PAIRS).cast("int").alias("__fi"), (code % PAIRS).alias("__pair"), "__keys")
+
+
 def key_bins(bk: DataFrame, facts: Sequence[Fact], spec: FactsSpec, edges: DataFrame) -> DataFrame | None:
     """Per partition, bin fact and pair (shadow bin, live bin) of a key, as the code
     `shadow * 11 + live` (`NO_BIN` for a side without a value), the keys with that pair: at most
     121 pairs per partition and column, so Spark sums them in each task before the shuffle.
     The bins are taken here, after the key grouping, on the joined thresholds. None without
     bin facts."""
-    bins = [(fi, spec.numeric.index(str(f.column))) for fi, f in enumerate(facts) if f.kind == "bin"]
+    bins = _bin_facts(facts, spec)
     if not bins:
         return None
-    pairs = []
-    for fi, i in bins:
-        j = spec.compared.index(spec.numeric[i])
-        shadow, live = (F.coalesce(bin_of(i, F.col(f"__{s}x_{j}")), F.lit(NO_BIN)) for s in "sl")
-        pairs.append(F.lit(fi * PAIRS) + shadow * (NO_BIN + 1) + live)
-    code = F.col("__code")
-    return (
+    pairs = [_pair_code(fi, j, spec) for fi, j in bins]
+    return _as_bins(
         bk.filter(_reads_every_column(spec))
         .join(F.broadcast(edges), on=K, how="left")
         .select(K, F.explode(F.array(*pairs)).alias("__code"))
         .groupBy(K, "__code")
         .agg(F.count(F.lit(1)).alias("__keys"))
-        .select(K, F.floor(code / PAIRS).cast("int").alias("__fi"), (code % PAIRS).alias("__pair"), "__keys")
     )
 
 
@@ -181,55 +178,34 @@ def _reads_every_column(spec: FactsSpec) -> Column:
     return ~all_null
 
 
-def key_samples(bk: DataFrame, spec: FactsSpec, counts: DataFrame) -> DataFrame:
-    """Up to `sample_rows` changed (key, column) values per partition: within each column the
-    largest differences first (then by key, so the choice is deterministic), taken in turns
-    across columns, `sample_first` columns first in each turn. The key and the values are
-    written as text only for the chosen few (measured at 90 x 10,000 rows per side: writing
-    every changed value as text cost more than choosing); texts of non-numeric values are null
-    here (`facts_job` reads them).
+_ITEM = ("j", "a", "l", "s", "p")  # a sample item: column, difference, live, shadow, turn priority
 
-    A numeric column's changes are ranked only at or above its cut in `counts` (`key_counts`,
-    broadcast: one row per partition), which keeps its `sample_rows` largest: ranking every
-    change sorted all of them (8 M at 4.05 M rows per side, 2 s of the job)."""
-    keys = key_names(spec)
+
+def _items(spec: FactsSpec, cuts: Cuts) -> list[Column]:
+    """Per compared column, the key's change as a sample item; `d`: it is ranked (`sample_cut`)."""
     first = set(spec.sample_first)
-    cut = cut_columns(spec)
-    if cut:
-        # Read as a whole, as collected: a pruned `counts` would be a plan of its own, running
-        # the key grouping and the counts again instead of reusing them (an always-true filter
-        # over every column keeps Spark from pruning; 90 rows).
-        whole = counts.filter(F.pmod(F.xxhash64(*[F.col(c) for c in counts.columns]), F.lit(2)) < F.lit(2))
-        right = F.broadcast(whole.select(F.col(K).alias("__ck"), *[f"__cut_{j}" for j in cut]))
-        bk = bk.join(right, F.col(K).eqNullSafe(F.col("__ck")), how="left").drop("__ck")
-    inf = F.lit(float("inf"))
+    first_key = F.col(key_names(spec)[0])
+    matched = (F.col("__ns") > 0) & (F.col("__nl") > 0)
+    return [
+        F.struct(
+            F.lit(j).alias("j"),
+            (matched & kept(cuts, j, d, first_key)).alias("d"),
+            d.abs_diff.cast("double").alias("a"),
+            *[(F.col(f"__{s}x_{j}") if c in spec.numeric else F.lit(None).cast("double")).alias(s) for s in "ls"],
+            F.lit(0 if c in first else 1).alias("p"),
+        )
+        for j, (c, d) in enumerate(zip(spec.compared, _diffs(spec), strict=True))
+    ]
 
-    def wanted(j: int, d: Diff) -> Column:
-        if j not in cut:
-            return d.changed
-        c = F.col(f"__cut_{j}")
-        return d.changed & (c.isNull() | (F.coalesce(d.abs_diff, inf) >= c))
 
-    items = F.array(
-        *[
-            F.struct(
-                F.lit(j).alias("j"),
-                wanted(j, d).alias("d"),
-                d.abs_diff.cast("double").alias("a"),
-                *[(F.col(f"__{s}x_{j}") if c in spec.numeric else F.lit(None).cast("double")).alias(s) for s in "ls"],
-                F.lit(0 if c in first else 1).alias("p"),
-            )
-            for j, (c, d) in enumerate(zip(spec.compared, _diffs(spec), strict=True))
-        ]
-    )
+def _ranked(candidates: DataFrame, spec: FactsSpec) -> DataFrame:
+    """The samples from the candidate items: within each column the largest differences first,
+    then by key; taken in turns across columns, `sample_first` columns first in each turn."""
+    keys = key_names(spec)
     per_column = Window.partitionBy(K, "__sj").orderBy(F.coalesce(F.col("__sa"), F.lit(float("inf"))).desc(), *keys)
     per_partition = Window.partitionBy(K).orderBy("__rc", "__sp", "__sj")
     top = (
-        bk.filter((F.col("__ns") > 0) & (F.col("__nl") > 0))
-        .select(K, *keys, F.explode(items).alias("__s"))
-        .filter(F.col("__s.d"))
-        .select(K, *keys, *[F.col(f"__s.{f}").alias(f"__s{f}") for f in ("j", "a", "l", "s", "p")])
-        .withColumn("__rc", F.row_number().over(per_column))
+        candidates.withColumn("__rc", F.row_number().over(per_column))
         # Past the first `sample_rows` of its column an item cannot be taken in the turns; with
         # this filter Spark keeps only those per task before shuffling (a window group limit).
         .filter(F.col("__rc") <= F.lit(spec.sample_rows))
@@ -239,3 +215,19 @@ def key_samples(bk: DataFrame, spec: FactsSpec, counts: DataFrame) -> DataFrame:
     shown = F.to_json(F.struct(*[F.col(n).alias(k) for k, n in zip(spec.keys, keys, strict=True)]))
     texts = [F.col(f"__s{s}").cast("string").alias(f"__s{s}") for s in "ls"]
     return top.select(K, shown.alias("__key"), "__sj", *texts, "__srn")
+
+
+def key_samples(bk: DataFrame, spec: FactsSpec, counts: DataFrame, cuts: Cuts) -> DataFrame:
+    """Up to `sample_rows` changed (key, column) values per partition (`_ranked`), as a reader
+    of the key grouping of its own. The key and the values are written as text only for the
+    chosen few (measured at 90 x 10,000 rows per side: writing every changed value as text cost
+    more than choosing); texts of non-numeric values are null here (`facts_job` reads them)."""
+    keys = key_names(spec)
+    if cuts.buckets:
+        bk = with_bounds(bk, counts, cuts)
+    candidates = (
+        bk.select(K, *keys, F.explode(F.array(*_items(spec, cuts))).alias("__s"))
+        .filter(F.col("__s.d"))
+        .select(K, *keys, *[F.col(f"__s.{f}").alias(f"__s{f}") for f in _ITEM])
+    )
+    return _ranked(candidates, spec)
