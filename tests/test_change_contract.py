@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from shadow_backfill import Backfill, ConfigError
 from shadow_backfill.cli import app
+from shadow_backfill.validate import sample_cut
 from shadow_backfill.validate.facts_spec import _threshold, bin_of
 from shadow_backfill.validate.profile_job import DECILE_SAMPLE, decile_every
 from shadow_backfill.validate.stats import PELZ_GOOD_FROM, kstwo_sf
@@ -174,10 +175,14 @@ def test_modest_samples_are_judged_by_a_pvalue(make: MakeBackfill) -> None:
     assert "reported only" in _check(v, "drift_pvalue[amount]").message
 
 
-def test_samples_are_the_largest_changes_however_many_keys_changed(make: MakeBackfill) -> None:
-    """With every key changed, the samples are ranked only above a cut (`sample_cut`): they must
-    still be the largest differences, ties broken by key, a missing difference first, and a
-    text's changes by key, taken in turns across the columns."""
+def test_samples_are_the_largest_changes_however_many_keys_changed(
+    make: MakeBackfill, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With every key changed, the samples are ranked only above a cut (`sample_cut`, here from
+    the first row on): they must still be the largest differences, ties broken by key, a
+    missing difference first, and a text's changes by key, taken in turns across the columns;
+    and the same as without the cut."""
+    monkeypatch.setattr(sample_cut, "FROM_ROWS", 0)
     shift, nudge = t.SHIFT_DAY.isoformat(), t.NUDGE_DAY.isoformat()
     bf = make(seed_live=False, transform={"function": "sb_test_transforms:wide_ranked"}, validation={"sample_rows": 5})
     keys = bf.scheme.expand(shift, nudge)
@@ -211,6 +216,10 @@ def test_samples_are_the_largest_changes_however_many_keys_changed(make: MakeBac
     assert sampled(nudge) == [*turns, ("amount", amounts[2])]
     top = verdicts[nudge].metrics["samples"][0]
     assert top["shadow"] - top["live"] == pytest.approx(2.99)
+
+    monkeypatch.setattr(sample_cut, "FROM_ROWS", 10**9)  # every change ranked
+    again = {v.partition: v.metrics["samples"] for v in bf.validate(shift, nudge).verdicts}
+    assert again == {day: verdicts[day].metrics["samples"] for day in (shift, nudge)}
 
 
 def test_deciles_of_a_large_partition_come_from_a_sample(make: MakeBackfill) -> None:

@@ -178,7 +178,9 @@ def _with_edges(source: DataFrame, edges: DataFrame | None) -> DataFrame:
     return source if edges is None else source.join(F.broadcast(edges), on=K, how="left")
 
 
-def _branches(source: DataFrame, spec: FactsSpec, facts: list[Fact], edges: DataFrame | None) -> list[DataFrame]:
+def _branches(
+    source: DataFrame, spec: FactsSpec, facts: list[Fact], edges: DataFrame | None, live_rows: int
+) -> list[DataFrame]:
     """The parts of the one job: with keys, the key grouping's counts and samples, and the
     categories and other uniqueness counts from the rows (their values are texts, which would
     slow the key grouping); without keys, all facts from the rows."""
@@ -186,7 +188,7 @@ def _branches(source: DataFrame, spec: FactsSpec, facts: list[Fact], edges: Data
         return [_value_rows(_with_edges(source, edges), facts, spec, list(range(len(facts))))]
     derived = _derived_unique(spec)
     bk = by_key(source, spec)
-    cuts = cuts_for(spec, bk, key_names(spec))
+    cuts = cuts_for(spec, bk, key_names(spec), live_rows)
     counts = key_counts(bk, spec, bool(derived), cuts)
     out = [counts]
     if edges is not None and (bins := key_bins(bk, facts, spec, edges)) is not None:
@@ -252,7 +254,7 @@ def run_facts(source: DataFrame, spec: FactsSpec, edges: Edges, profiles: Mappin
     facts = fact_list(spec, bool(edges))
     if not facts:
         return 0
-    branches = _branches(source, spec, facts, thresholds)
+    branches = _branches(source, spec, facts, thresholds, sum(p.live_rows for p in profiles.values()))
     result = branches[0]
     for b in branches[1:]:
         result = result.unionByName(b, allowMissingColumns=True)

@@ -182,14 +182,14 @@ _ITEM = ("j", "a", "l", "s", "p")  # a sample item: column, difference, live, sh
 
 
 def _items(spec: FactsSpec, cuts: Cuts) -> list[Column]:
-    """Per compared column, the key's change as a sample item; `d`: it is ranked (`sample_cut`)."""
+    """Per compared column, a matched key's change as a sample item; `d`: it is ranked
+    (`sample_cut`)."""
     first = set(spec.sample_first)
     first_key = F.col(key_names(spec)[0])
-    matched = (F.col("__ns") > 0) & (F.col("__nl") > 0)
     return [
         F.struct(
             F.lit(j).alias("j"),
-            (matched & kept(cuts, j, d, first_key)).alias("d"),
+            kept(cuts, j, d, first_key).alias("d"),
             d.abs_diff.cast("double").alias("a"),
             *[(F.col(f"__{s}x_{j}") if c in spec.numeric else F.lit(None).cast("double")).alias(s) for s in "ls"],
             F.lit(0 if c in first else 1).alias("p"),
@@ -226,7 +226,8 @@ def key_samples(bk: DataFrame, spec: FactsSpec, counts: DataFrame, cuts: Cuts) -
     if cuts.buckets:
         bk = with_bounds(bk, counts, cuts)
     candidates = (
-        bk.select(K, *keys, F.explode(F.array(*_items(spec, cuts))).alias("__s"))
+        bk.filter((F.col("__ns") > 0) & (F.col("__nl") > 0))
+        .select(K, *keys, F.explode(F.array(*_items(spec, cuts))).alias("__s"))
         .filter(F.col("__s.d"))
         .select(K, *keys, *[F.col(f"__s.{f}").alias(f"__s{f}") for f in _ITEM])
     )

@@ -27,6 +27,10 @@ from shadow_backfill.validate.facts_spec import Diff, FactsSpec
 from shadow_backfill.validate.plan import K
 
 MAX_BUCKETS = 64  # above this many samples per partition there is no cut: every change is ranked
+# Below this many live rows in all, every change is ranked: the cut's extra stages and its wait
+# for the counts cost about 0.6 s, the sort it saves 2 s at 8 M changes (4.05 M rows per side)
+# and 0.5 s at 1.8 M (measured: the facts job at 180,000 rows per side 4.4 s without, 5.1 with).
+FROM_ROWS = 1_000_000
 _INF = float("inf")
 
 
@@ -43,9 +47,10 @@ class Cuts:
         return self.buckets > 0 and len(self.by_change) + len(self.by_key) == columns
 
 
-def cuts_for(spec: FactsSpec, bk: DataFrame, keys: Sequence[str]) -> Cuts:
-    """The cuts the per-key rows `bk` (key columns named `keys`) allow."""
-    if not spec.compared or not 0 < spec.sample_rows <= MAX_BUCKETS:
+def cuts_for(spec: FactsSpec, bk: DataFrame, keys: Sequence[str], live_rows: int) -> Cuts:
+    """The cuts the per-key rows `bk` (key columns named `keys`) allow, once there are
+    `FROM_ROWS` live rows to validate."""
+    if not spec.compared or not 0 < spec.sample_rows <= MAX_BUCKETS or live_rows < FROM_ROWS:
         return Cuts()
     numeric_key = isinstance(bk.schema[keys[0]].dataType, NumericType)
     others = [j for j, c in enumerate(spec.compared) if c not in spec.numeric]
