@@ -130,6 +130,7 @@ def plot(runs: list[dict[str, Any]], path: Path) -> Path | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
+    path.parent.mkdir(parents=True, exist_ok=True)
     rows = [r["rows_per_side"] for r in runs]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     series = [
