@@ -223,7 +223,7 @@ def key_samples(bk: DataFrame, spec: FactsSpec, counts: DataFrame, cuts: Cuts) -
     chosen few (measured at 90 x 10,000 rows per side: writing every changed value as text cost
     more than choosing); texts of non-numeric values are null here (`facts_job` reads them)."""
     keys = key_names(spec)
-    if cuts.buckets:
+    if cuts.any:
         bk = with_bounds(bk, counts, cuts)
     candidates = (
         bk.filter((F.col("__ns") > 0) & (F.col("__nl") > 0))

@@ -42,9 +42,9 @@ class Cuts:
     by_change: Sequence[int] = ()
     by_key: Sequence[int] = ()
 
-    def covers(self, columns: int) -> bool:
-        """Every one of `columns` compared columns has a cut."""
-        return self.buckets > 0 and len(self.by_change) + len(self.by_key) == columns
+    @property
+    def any(self) -> bool:
+        return self.buckets > 0 and bool(self.by_change or self.by_key)
 
 
 def cuts_for(spec: FactsSpec, bk: DataFrame, keys: Sequence[str], live_rows: int) -> Cuts:
