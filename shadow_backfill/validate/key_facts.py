@@ -121,44 +121,28 @@ NO_BIN = 10  # the bin code of a missing value (no row on that side, or null)
 PAIRS = (NO_BIN + 1) ** 2
 
 
-def _bin_facts(facts: Sequence[Fact], spec: FactsSpec) -> list[tuple[int, int]]:
-    """(fact index, compared column index) of each bin fact."""
-    out = []
-    for fi, f in enumerate(facts):
-        if f.kind == "bin":
-            out.append((fi, spec.compared.index(str(f.column))))
-    return out
-
-
-def _pair_code(fi: int, j: int, spec: FactsSpec) -> Column:
-    """Bin fact fi's (shadow bin, live bin) pair of a key as one number, `NO_BIN` for a side
-    without a value; the thresholds must be joined (`edges`)."""
-    i = spec.numeric.index(spec.compared[j])
-    shadow, live = (F.coalesce(bin_of(i, F.col(f"__{s}x_{j}")), F.lit(NO_BIN)) for s in "sl")
-    return F.lit(fi * PAIRS) + shadow * (NO_BIN + 1) + live
-
-
-def _as_bins(frame: DataFrame) -> DataFrame:
-    code = F.col("__code")
-    return frame.select(K, F.floor(code / PAIRS).cast("int").alias("__fi"), (code % PAIRS).alias("__pair"), "__keys")
-
-
 def key_bins(bk: DataFrame, facts: Sequence[Fact], spec: FactsSpec, edges: DataFrame) -> DataFrame | None:
     """Per partition, bin fact and pair (shadow bin, live bin) of a key, as the code
     `shadow * 11 + live` (`NO_BIN` for a side without a value), the keys with that pair: at most
     121 pairs per partition and column, so Spark sums them in each task before the shuffle.
     The bins are taken here, after the key grouping, on the joined thresholds. None without
     bin facts."""
-    bins = _bin_facts(facts, spec)
+    bins = [(fi, spec.numeric.index(str(f.column))) for fi, f in enumerate(facts) if f.kind == "bin"]
     if not bins:
         return None
-    pairs = [_pair_code(fi, j, spec) for fi, j in bins]
-    return _as_bins(
+    pairs = []
+    for fi, i in bins:
+        j = spec.compared.index(spec.numeric[i])
+        shadow, live = (F.coalesce(bin_of(i, F.col(f"__{s}x_{j}")), F.lit(NO_BIN)) for s in "sl")
+        pairs.append(F.lit(fi * PAIRS) + shadow * (NO_BIN + 1) + live)
+    code = F.col("__code")
+    return (
         bk.filter(_reads_every_column(spec))
         .join(F.broadcast(edges), on=K, how="left")
         .select(K, F.explode(F.array(*pairs)).alias("__code"))
         .groupBy(K, "__code")
         .agg(F.count(F.lit(1)).alias("__keys"))
+        .select(K, F.floor(code / PAIRS).cast("int").alias("__fi"), (code % PAIRS).alias("__pair"), "__keys")
     )
 
 
