@@ -53,10 +53,15 @@ def _diffs(spec: FactsSpec) -> list[Diff]:
     return diffs(spec, lambda j: (F.col(f"__sx_{j}"), F.col(f"__lx_{j}")))
 
 
+def _matched() -> Column:
+    """A key with rows on both sides."""
+    return (F.col("__ns") > 0) & (F.col("__nl") > 0)
+
+
 def _key_metrics(spec: FactsSpec, derived_unique: bool) -> dict[str, Column]:
     """Per key: what the key fact sums (or maxes) per partition."""
     ns, nl = F.col("__ns"), F.col("__nl")
-    both = (ns > 0) & (nl > 0)
+    both = _matched()
     ds = _diffs(spec)
     any_diff = F.lit(False)
     for d in ds:
@@ -85,32 +90,33 @@ def key_counts(bk: DataFrame, spec: FactsSpec, derived_unique: bool, cuts: Cuts)
     """Per partition, as fact 0 (the key): added, removed, matched, changed and duplicate keys,
     per compared column the keys changed beyond tolerance and, for numbers, the differences;
     `__dup`, the most rows a key has on a side; with `derived_unique`, the one key column's
-    uniqueness counts; and the samples' bounds `__cut_j` (`sample_cut`), from the buckets'
-    bests: counted per (partition, bucket), then per partition."""
+    uniqueness counts; and with a cut, the samples' bounds `__cut_j` (`sample_cut`) from the
+    buckets' bests: counted per (partition, bucket), then per partition. Without a cut, per
+    partition at once (one exchange fewer)."""
     metrics = _key_metrics(spec, derived_unique)
     keys = [F.col(k) for k in key_names(spec)]
-    matched = (F.col("__ns") > 0) & (F.col("__nl") > 0)
-    tops = bests(cuts, _diffs(spec), keys[0], matched)
+    tops = bests(cuts, _diffs(spec), keys[0], _matched())
     abs_diffs = [j for j, c in enumerate(spec.compared) if c in spec.numeric]
-    bucket = F.pmod(F.xxhash64(*keys), F.lit(cuts.buckets)) if tops else F.lit(0)
-    per_bucket = bk.select(
+    maxima = {**{f"__m_{j}": f"__a_{j}" for j in abs_diffs}, "__dup": "__dup"}
+    per_key = bk.select(
         K,
-        bucket.alias("__h"),
+        *([F.pmod(F.xxhash64(*keys), F.lit(cuts.buckets)).alias("__h")] if tops else []),
         *[m.alias(n) for n, m in metrics.items()],
         *[value.alias(n) for n, (value, _, _) in tops.items()],
         F.greatest("__ns", "__nl").alias("__dup"),
     )
-    maxima = {**{f"__m_{j}": f"__a_{j}" for j in abs_diffs}, "__dup": "__dup"}
-    by_bucket = per_bucket.groupBy(K, "__h").agg(
-        *[F.sum(n).alias(n) for n in metrics],
-        *[F.max(c).alias(n) for n, c in maxima.items()],
-        *[in_bucket(F.col(n)).alias(n) for n, (_, in_bucket, _) in tops.items()],
-    )
+    if tops:
+        per_key = per_key.groupBy(K, "__h").agg(
+            *[F.sum(n).alias(n) for n in metrics],
+            *[F.max(c).alias(n) for n, c in maxima.items()],
+            *[in_bucket(F.col(n)).alias(n) for n, (_, in_bucket, _) in tops.items()],
+        )
+        maxima = {n: n for n in maxima}
     return (
-        by_bucket.groupBy(K)
+        per_key.groupBy(K)
         .agg(
             *[F.sum(n).alias(n) for n in metrics],
-            *[F.max(n).alias(n) for n in maxima],
+            *[F.max(c).alias(n) for n, c in maxima.items()],
             *[bound(n, cuts.buckets, of_bests) for n, (_, _, of_bests) in tops.items()],
         )
         .withColumn("__fi", F.lit(0))
@@ -210,7 +216,7 @@ def key_samples(bk: DataFrame, spec: FactsSpec, counts: DataFrame, cuts: Cuts) -
     if cuts.any:
         bk = with_bounds(bk, counts, cuts)
     candidates = (
-        bk.filter((F.col("__ns") > 0) & (F.col("__nl") > 0))
+        bk.filter(_matched())
         .select(K, *keys, F.explode(F.array(*_items(spec, cuts))).alias("__s"))
         .filter(F.col("__s.d"))
         .select(K, *keys, *[F.col(f"__s.{f}").alias(f"__s{f}") for f in _ITEM])
