@@ -77,7 +77,13 @@ class Backfill:
 
     @cached_property
     def table_format(self) -> TableFormat:
-        return format_for(self.config.format, self.spark, self.scheme, self.config.base_dir)
+        """The format, once live and shadow are known to be plain tables (or not to exist yet):
+        every command that reads or writes a table comes through here first, so a view or a
+        metadata table is a usage error naming it, not an engine error half-way."""
+        fmt = format_for(self.config.format, self.spark, self.scheme, self.config.base_dir)
+        fmt.check_plain_table(self.live_table, "live table")
+        fmt.check_plain_table(self.shadow_table, "shadow table")
+        return fmt
 
     @cached_property
     def transform(self) -> Transform:
@@ -268,13 +274,16 @@ class Backfill:
         reports = self.report(report_dir or self.config.base_dir / "report")
         return BackfillResult(run, checked, plan, rec, reports, promote)
 
-    def gc(self, *, dry_run: bool = False) -> dict[str, list[str] | None]:
-        """Delete replaced partition data older than `promote.retention_days` from the live and
-        shadow tables: per table, the folders deleted (None where the format keeps its own)."""
-        older_than_ms = int((time.time() - self.config.promote.retention_days * 86400) * 1000)
+    def gc(self, *, dry_run: bool = False, now: float | None = None) -> dict[str, list[str] | None]:
+        """Delete partition data replaced more than `promote.retention_days` ago from the live and
+        shadow tables: per table, the folders deleted (None where the format keeps its own).
+        `now`: the clock in seconds since the epoch (default: the time now; a test passes a
+        later day)."""
+        clock = time.time() if now is None else now
+        older_than_ms = int((clock - self.config.promote.retention_days * 86400) * 1000)
         fmt = self.table_format
         return {
-            table: fmt.collect_garbage(table, older_than_ms, dry_run=dry_run)
+            table: fmt.collect_garbage(table, older_than_ms, dry_run=dry_run, now_ms=int(clock * 1000))
             for table in (self.live_table, self.shadow_table)
             if fmt.exists(table)
         }

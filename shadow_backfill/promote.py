@@ -200,6 +200,14 @@ class Promoter:
         )
 
     def _commit(self, promotion_id: str, plan: PromotionPlan) -> PromotionRecord:
+        # The shadow is pinned from its read's planning to the end of the write that runs it:
+        # a recompute of the same partitions (`run --force`) committing meanwhile would
+        # otherwise move the validated files away under the job (folder tables), and live
+        # would get data the gate never saw, or the job would fail on missing files.
+        with self.fmt.pinned(self.config.shadow):
+            return self._commit_pinned(promotion_id, plan)
+
+    def _commit_pinned(self, promotion_id: str, plan: PromotionPlan) -> PromotionRecord:
         cfg = self.config
         live_schema = self.fmt.schema(cfg.live_table)
         frames = [

@@ -60,9 +60,17 @@ class Rollback:
                     f"partitions {hit[:5]} of {live} changed after {promotion_id} (commit {first.version}); "
                     "nothing was written. Pass --force to restore them anyway"
                 )
-            return self._restore(
-                rollback_id, rec.partitions, rec.live_version_before, bound, target=promotion_id, to_version=None
-            )
+            try:
+                return self._restore(
+                    rollback_id, rec.partitions, rec.live_version_before, bound, target=promotion_id, to_version=None
+                )
+            except RefusedError as err:
+                if not self.fmt.is_expired(err):
+                    raise
+                raise RefusedError(
+                    f"the rollback target of {promotion_id} expired: gc deleted the data it replaced after "
+                    f"promote.retention_days ({self.config.promote.retention_days:g} day(s)); nothing was written"
+                ) from None
 
     def to_version(self, version: int) -> PromotionRecord:
         """Restore the whole live table to `version` in one commit (partitions added since are cleared)."""

@@ -217,3 +217,12 @@ def instants_spilling(spark: SparkSession, periods: list[dt.datetime]) -> DataFr
     """One row a second before the first period starts: outside every requested partition."""
     early = instants(spark, periods[:1]).limit(1).withColumn("event_ts", F.lit(periods[0] - dt.timedelta(seconds=1)))
     return instants(spark, periods).unionByName(early)
+
+
+CALLED = threading.Event()  # set by `every_value_changed`: a racing test starts its other side on it
+
+
+def every_value_changed(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    """Rows no run of `events_v2` makes (every amount negative): seen in live, they were never validated."""
+    CALLED.set()
+    return events(spark, partitions).withColumn("amount", F.lit(-1.0) - F.col("amount"))

@@ -4,11 +4,17 @@ the state store on SQLite and on a real PostgreSQL server."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 import sb_test_transforms as t
+import yaml
+from chispa import assert_df_equality
 from conftest import END, QUIET, START, MakeBackfill
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from shadow_backfill import Backfill, RefusedError
 from shadow_backfill.config import load_config
@@ -75,3 +81,51 @@ def test_duplicate_recomputes_split_the_work(make: MakeBackfill, state_url: str)
     shadow = bf.read_shadow()
     assert shadow.count() == shadow.select("ds", "id").distinct().count() == 10 * t.ROWS_PER_DAY
     assert {r.status for r in bf.status()} == {"written"}
+
+
+def other_config(bf: Backfill, function: str) -> Backfill:
+    """Another user's config on the same live and shadow tables and state store, with another transform."""
+    data = yaml.safe_load(bf.config_path.read_text())  # type: ignore[attr-defined]
+    data["transform"]["function"] = function
+    path = bf.config_path.with_name(f"other-{bf.config_path.name}")  # type: ignore[attr-defined]
+    path.write_text(yaml.safe_dump(data))
+    return Backfill(load_config(path), spark=bf.spark)
+
+
+def _same(a: DataFrame, b: DataFrame) -> None:
+    assert_df_equality(a, b, ignore_row_order=True, ignore_nullable=True, ignore_column_order=True)
+
+
+@pytest.mark.parametrize("offset_s", [0.0, 0.2, 0.4, 0.7])
+def test_a_recompute_during_a_promotion_never_publishes_unvalidated_rows(make: MakeBackfill, offset_s: float) -> None:
+    """`run --force` of the same partitions by another config (another transform, `--allow-code-change`)
+    while `promote` runs: the promotion starts `offset_s` after the recompute's transform was
+    called, so the recompute's commit lands before, during or after the promotion's read of the
+    shadow. Live must end with the validated rows in exactly the partitions the promotion
+    record names, its old rows elsewhere, and no engine error on either side."""
+    bf = make(validation=QUIET)
+    keys = bf.scheme.expand(START, END)
+    assert bf.run(START, END).ok
+    bf.validate()
+    validated = bf.spark.createDataFrame(bf.read_shadow(keys).collect(), bf.read_shadow(keys).schema)
+    old = bf.spark.createDataFrame(bf.read_live(keys).collect(), bf.read_live(keys).schema)
+    racer = other_config(bf, "sb_test_transforms:every_value_changed")
+
+    def promote_late() -> Any:
+        assert t.CALLED.wait(timeout=120), "the recompute never called its transform"
+        time.sleep(offset_s)
+        return bf.promote()
+
+    t.CALLED.clear()
+    recomputed, promoted = at_once(lambda: racer.run(START, END, force=True, allow_code_change=True), promote_late)
+    assert not isinstance(recomputed, Exception) and recomputed.ok, recomputed.failed
+    if isinstance(promoted, Exception):  # refused cleanly: the shadow changed before the plan
+        assert isinstance(promoted, RefusedError) and "Exception" not in str(promoted), promoted
+        names: list[str] = []
+    else:
+        _plan, rec = promoted
+        names = rec.partitions if rec is not None else []
+    live = bf.read_live(keys)
+    in_rec = F.col(bf.scheme.column).cast("string").isin(names)
+    _same(live.filter(in_rec), validated.filter(in_rec))
+    _same(live.filter(~in_rec), old.filter(~in_rec))

@@ -10,7 +10,8 @@ import glob
 import os
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -169,6 +170,13 @@ class TableFormat(ABC):
 
     def read_partitions(self, table: str, keys: Sequence[str], version: int | None = None) -> DataFrame:
         return self.read(table, version).filter(self.scheme.predicate(keys))
+
+    @contextmanager
+    def pinned(self, table: str) -> Iterator[None]:
+        """Keep the data files of `table`'s versions where they are while a job reading them runs
+        (a promotion reads the validated shadow version inside). Formats whose files are never
+        moved nor rewritten by a commit (Iceberg, Delta: new files, new snapshot) need nothing."""
+        yield
 
     # ---- writes -------------------------------------------------------------------------------
 
@@ -335,11 +343,35 @@ class TableFormat(ABC):
         """True when a write lost an optimistic-concurrency race and can simply be tried again."""
         return False
 
-    def collect_garbage(self, table: str, older_than_ms: int, dry_run: bool = False) -> list[str] | None:
-        """Delete the data this tool kept only as a rollback target and no version newer than
-        `older_than_ms` uses; the paths deleted (or that would be). None: the format keeps its own
-        retention (Iceberg snapshot expiry, Delta VACUUM) and the tool deletes nothing."""
+    def collect_garbage(
+        self, table: str, older_than_ms: int, dry_run: bool = False, now_ms: int | None = None
+    ) -> list[str] | None:
+        """Delete the data this tool kept only as a rollback target, replaced before
+        `older_than_ms`; the paths deleted (or that would be). `now_ms`: the clock (a test's
+        later day). None: the format keeps its own retention (Iceberg snapshot expiry, Delta
+        VACUUM) and the tool deletes nothing."""
         return None
+
+    def is_expired(self, exc: BaseException) -> bool:
+        """True when a read failed because the version's data was deleted after its retention."""
+        return False
 
     def describe(self, table: str) -> dict[str, Any]:
         return {"format": self.name, "table": table, "version": self.current_version(table)}
+
+    def check_plain_table(self, table: str, role: str) -> None:
+        """Refuse a `live_table` or `shadow_table` (`role`) that is no plain table, before any
+        command reads or writes it: a view reads other tables, so validating it judges something
+        else and a write to it cannot land. Formats add what only they know (Iceberg's metadata
+        tables, Delta's log folder) and call this. A name the catalog does not know, or an engine
+        that cannot say, passes: the commands name a missing table themselves."""
+        if "/" in table or "://" in table:
+            return  # a path: no catalog object
+        try:
+            found = self.spark.catalog.getTable(table)
+        except Exception:
+            return
+        kind = str(found.tableType or "").upper()
+        if found.isTemporary or "VIEW" in kind or kind == "TEMPORARY":
+            temporary = "temporary " if found.isTemporary or kind == "TEMPORARY" else ""
+            raise ConfigError(f"{role} {table!r} is a {temporary}view, not a table: name the table itself")

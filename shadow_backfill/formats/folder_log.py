@@ -17,6 +17,11 @@ with the folders. Folders that changed behind the log's back (another writer's d
 overwrite or append) are adopted as a version of their own, so such a write is seen as a commit
 by another writer. Spark skips `_`-prefixed folders, so readers never see `_shadow_backfill`.
 
+A reader that needs the folders to stay put for the length of a Spark job (a promotion reading
+the validated shadow version) *pins* the table: a shared `flock` on `<root>/_shadow_backfill/readers`
+that every switch and every `gc` deletion waits for exclusively. A folder is therefore never
+moved or deleted while a pinned job lists or reads it.
+
 Local and mounted file systems only: the switch relies on POSIX rename and `flock`.
 """
 
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -37,6 +43,7 @@ from typing import Protocol
 from urllib.parse import unquote
 
 META = "_shadow_backfill"
+PIN_ATTEMPTS = 20  # a pin waits for at most this many other writers' switches to finish
 STAGING_GRACE_MS = 6 * 3600 * 1000  # an uncommitted generation younger than this may be in flight
 
 
@@ -167,6 +174,7 @@ class FolderLog:
         self.column = column
         self.key_of = key_of
         self._cache: dict[int, Version] = {}
+        self._moving = 0  # depth of `moving()` blocks this object holds (it is reentrant)
 
     # ---- reading the log ----------------------------------------------------------------------
 
@@ -253,6 +261,54 @@ class FolderLog:
             finally:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
+    @contextmanager
+    def _readers_lock(self, mode: int) -> Iterator[None]:
+        self.meta.mkdir(parents=True, exist_ok=True)
+        with open(self.meta / "readers", "a+") as handle:
+            fcntl.flock(handle.fileno(), mode)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+    @contextmanager
+    def moving(self) -> Iterator[None]:
+        """Held while folders are journaled, moved or deleted: waits until no pinned reader is
+        reading, and holds new pins off until done. Taken after `locked()`, never before, by
+        writers; pinned readers never take `locked()` while pinned, so the two cannot deadlock.
+        Reentrant on this object (a commit settles inside its own block)."""
+        if self._moving:
+            self._moving += 1
+            try:
+                yield
+            finally:
+                self._moving -= 1
+            return
+        with self._readers_lock(fcntl.LOCK_EX):
+            self._moving = 1
+            try:
+                yield
+            finally:
+                self._moving = 0
+
+    @contextmanager
+    def pinned(self) -> Iterator[Version]:
+        """The newest version, with every folder of every version staying where it lies now
+        until the block ends (a switch or `gc` of another process waits for it).
+
+        Settles first, then pins, then checks that no version was journaled in between (one
+        whose switch is waiting for another pin): if one was, the pin is let go, so that its
+        switch can finish, and taken again. The caller must not write this table inside."""
+        for _ in range(PIN_ATTEMPTS):
+            with self.locked():
+                self.sync()
+            with self._readers_lock(fcntl.LOCK_SH):
+                latest = self.latest()
+                if latest is not None and self.applied(latest.version):
+                    yield latest
+                    return
+        raise TimeoutError(f"{self.root}: other writers kept switching folders; could not pin a version")
+
     def _write_exclusive(self, version: Version) -> None:
         """Create the version's file atomically and only if no other writer made that version."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -271,9 +327,10 @@ class FolderLog:
 
     def commit(self, version: Version) -> Version:
         """Journal `version`, switch the folders to it, mark it applied (caller holds the lock)."""
-        self._write_exclusive(version)
-        self._cache[version.version] = version
-        self.settle()
+        with self.moving():
+            self._write_exclusive(version)
+            self._cache[version.version] = version
+            self.settle()
         return version
 
     def settle(self) -> None:
@@ -288,10 +345,11 @@ class FolderLog:
         names = {n for n, f in before.items() if f.key in touched} | {
             n for n, f in new.folders.items() if f.key in touched
         }
-        for name in sorted(names):
-            self.placement.switch(self, name, before.get(name), new.folders.get(name), new.version)
-        self.placement.settled()
-        (self.log_dir / f"{new.version:020d}.applied").touch()
+        with self.moving():
+            for name in sorted(names):
+                self.placement.switch(self, name, before.get(name), new.folders.get(name), new.version)
+            self.placement.settled()
+            (self.log_dir / f"{new.version:020d}.applied").touch()
 
     def sync(self, build_first: Callable[[dict[str, Folder]], Version] | None = None) -> Version | None:
         """Settle, then adopt folders that changed behind the log as a version by another writer;
@@ -356,18 +414,22 @@ class FolderLog:
 
     # ---- garbage --------------------------------------------------------------------------------
 
-    def expired(self, older_than_ms: int) -> list[Path]:
-        """Kept partition folders that neither the current version nor any version newer than
-        `older_than_ms` holds, and staged generations abandoned before it (a write killed before
-        its commit, or refused by a conflict)."""
+    def expired(self, older_than_ms: int, now: int | None = None) -> list[Path]:
+        """Kept partition folders replaced before `older_than_ms`, and staged generations
+        abandoned before it (a write killed before its commit, or refused by a conflict).
+
+        A folder's age is counted from the commit that *replaced* it, not from the one that
+        wrote it: a version stays whole while the version after it is younger than the
+        retention, so a promotion's rollback target (the version before it) lives for the
+        retention after the promotion, however old the table's data was. `now`: the clock."""
         versions = self.all()
         if not versions:
             return []
         current = versions[-1]
         in_use = {self.where(n, f, current) for n, f in current.folders.items()}
-        for v in versions:
-            if v.timestamp_ms >= older_than_ms:
-                in_use |= {self.where(n, f, current) for n, f in v.folders.items()}
+        for older, newer in itertools.pairwise(versions):
+            if newer.timestamp_ms >= older_than_ms:  # `older` was still current within the retention
+                in_use |= {self.where(n, f, current) for n, f in older.folders.items()}
         out = {
             path
             for v in versions
@@ -376,7 +438,7 @@ class FolderLog:
         }
         known = {f.gid for v in versions for f in v.folders.values()}
         gen = self.meta / "gen"
-        grace = min(older_than_ms, now_ms() - STAGING_GRACE_MS)
+        grace = min(older_than_ms, (now_ms() if now is None else now) - STAGING_GRACE_MS)
         for generation in sorted(gen.iterdir()) if gen.is_dir() else []:
             # not committed: abandoned, or being written right now by another process
             if generation.name not in known and generation.stat().st_mtime * 1000 < grace:
@@ -384,11 +446,13 @@ class FolderLog:
         return sorted(out)
 
     def delete(self, folders: Sequence[Path]) -> None:
-        for d in folders:
-            shutil.rmtree(d, ignore_errors=True)
-            parent = d.parent
-            if parent.parent.name == "gen" and not any(p.is_dir() for p in parent.iterdir()):
-                shutil.rmtree(parent, ignore_errors=True)  # a generation with no folder left
+        """Delete kept folders, never while a pinned reader may be reading them."""
+        with self.moving():
+            for d in folders:
+                shutil.rmtree(d, ignore_errors=True)
+                parent = d.parent
+                if parent.parent.name == "gen" and parent.is_dir() and not any(p.is_dir() for p in parent.iterdir()):
+                    shutil.rmtree(parent, ignore_errors=True)  # a generation with no folder left
 
 
 def now_ms() -> int:

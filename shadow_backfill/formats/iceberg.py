@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import reduce
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -36,6 +36,29 @@ from shadow_backfill.formats.runtimes import spark_line
 
 _TRANSFORM = re.compile(r"^(years|months|days|hours)\((\w+)\)$")
 _UNITS = {"year": "years", "month": "months", "day": "days", "hour": "hours"}  # field suffix -> transform
+# What Iceberg's SparkCatalog reads as `<table>.<name>`: its metadata tables, and a branch, tag or
+# point in time of the table (Iceberg's MetadataTableType and its selector prefixes).
+_METADATA_TABLES = frozenset(
+    {
+        "entries",
+        "files",
+        "data_files",
+        "delete_files",
+        "history",
+        "metadata_log_entries",
+        "snapshots",
+        "refs",
+        "manifests",
+        "partitions",
+        "all_data_files",
+        "all_delete_files",
+        "all_files",
+        "all_manifests",
+        "all_entries",
+        "position_deletes",
+    }
+)
+_SELECTOR = re.compile(r"^(branch_|tag_|snapshot_id_\d|at_timestamp_\d)", re.IGNORECASE)
 
 
 def _partition_expr(spec: str) -> Column:
@@ -82,6 +105,18 @@ class IcebergFormat(TableFormat):
 
     def exists(self, table: str) -> bool:
         return bool(self.spark.catalog.tableExists(table))
+
+    def check_plain_table(self, table: str, role: str) -> None:
+        """Refuse `<table>.snapshots` and the like: Iceberg resolves such a name to a metadata
+        table (or a branch, tag or snapshot) of `<table>`, which reads fine and cannot be written,
+        so it would fail late and unclearly. A table of that name in a namespace named like a
+        table would be shadowed the same way for a reader of the config; it is refused too."""
+        parent, _, last = table.rpartition(".")
+        metadata = last.lower() in _METADATA_TABLES
+        if parent and (metadata or _SELECTOR.match(last)) and self.exists(parent):
+            what = f"the {last.lower()} metadata table" if metadata else "a branch, tag or snapshot"
+            raise ConfigError(f"{role} {table!r} is {what} of Iceberg table {parent!r}, not a table of its own")
+        super().check_plain_table(table, role)
 
     def schema(self, table: str) -> StructType:
         return self.spark.table(table).schema
@@ -152,17 +187,26 @@ class IcebergFormat(TableFormat):
             for r in rows
         ]
 
-    def version_of_commit(self, table: str, commit_id: str) -> int:
-        return self.written_by(table, commit_id).version
-
-    def written_by(self, table: str, commit_id: str) -> Written:
-        # Filter in Spark: only the one matching snapshot reaches the driver, however long the history.
-        rows = (
+    def _snapshot_of(self, table: str, commit_id: str) -> list[Row]:
+        return (
             self.spark.table(f"{table}.snapshots")
             .filter(F.col("summary").getItem(COMMIT_ID_PROPERTY) == F.lit(commit_id))
             .select("snapshot_id", "parent_id")
             .collect()
         )
+
+    def version_of_commit(self, table: str, commit_id: str) -> int:
+        return self.written_by(table, commit_id).version
+
+    def written_by(self, table: str, commit_id: str) -> Written:
+        # Filter in Spark: only the one matching snapshot reaches the driver, however long the history.
+        rows = self._snapshot_of(table, commit_id)
+        if not rows:
+            # Another thread of this session reloaded the table into the catalog's cache while
+            # our commit was landing (a promotion refreshing the shadow as a recompute commits):
+            # the cached table predates our snapshot. Reload once and look again.
+            self.refresh(table)
+            rows = self._snapshot_of(table, commit_id)
         if not rows:
             raise RuntimeError(f"commit {commit_id} not found in the snapshots of {table}")
         parent = rows[0]["parent_id"]

@@ -18,7 +18,8 @@ from __future__ import annotations
 import json
 import shutil
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from functools import reduce
 from pathlib import Path
 
@@ -37,6 +38,10 @@ class ParquetConflict(RefusedError):
     """A version after the one a commit was bound to touched its partitions."""
 
 
+class VersionExpired(RefusedError):
+    """The folders of a kept version were deleted by `gc` after their retention."""
+
+
 class ParquetFormat(TableFormat):
     name = "parquet"
     validates_conflicts = True
@@ -45,6 +50,7 @@ class ParquetFormat(TableFormat):
         super().__init__(spark, scheme, base_dir)
         self._logs: dict[str, FolderLog] = {}
         self._locations: dict[str, str] = {}  # metastore table name -> its location
+        self._pins: dict[str, Version] = {}  # table folder -> the version pinned for a read
 
     @staticmethod
     def is_name(table: str) -> bool:
@@ -84,7 +90,11 @@ class ParquetFormat(TableFormat):
 
     def _latest(self, table: str) -> Version:
         """The newest version after settling and adopting other writers' folders; an existing
-        dataset the tool has never seen gets version 0 from its folders."""
+        dataset the tool has never seen gets version 0 from its folders. Inside `pinned`, the
+        pinned version (the log's lock is not taken while pinned: see `FolderLog.moving`)."""
+        pinned = self._pins.get(self.path(table))
+        if pinned is not None:
+            return pinned
         log = self._log(table)
         with log.locked():
             latest = log.sync(lambda found: self._first_version(table, found))
@@ -162,6 +172,20 @@ class ParquetFormat(TableFormat):
 
     # ---- reads --------------------------------------------------------------------------------
 
+    @contextmanager
+    def pinned(self, table: str) -> Iterator[None]:
+        """Folders move on every commit (a path dataset's current data lies at the root, replaced
+        data under `gen/`), and a Spark job lists and reads them lazily: a commit by another
+        process in between would hand the job other data, or files that are gone. While pinned,
+        no commit or `gc` of `table` moves or deletes a folder."""
+        path = self.path(table)
+        with self._log(table).pinned() as latest:
+            self._pins[path] = latest
+            try:
+                yield
+            finally:
+                del self._pins[path]
+
     def read(self, table: str, version: int | None = None) -> DataFrame:
         return self._frame(table, version, None)
 
@@ -186,7 +210,7 @@ class ParquetFormat(TableFormat):
             if keys is None or folder.key in keys:
                 path = log.where(name, folder, current)
                 if not path.exists():
-                    raise RefusedError(f"version {version} of {table} is gone: gc deleted {path}")
+                    raise VersionExpired(f"version {version} of {table} is gone: gc deleted {path}")
                 bases.setdefault(path.parent, []).append(name)
         if not bases:
             return empty_frame(self.spark, schema)
@@ -286,7 +310,7 @@ class ParquetFormat(TableFormat):
                 raise ParquetConflict(f"partitions of {table} changed after version {bound.version}")
             gone = [str(p) for n, f in staged.items() if not (p := log.where(n, f, latest)).exists()]
             if gone:
-                raise RefusedError(
+                raise VersionExpired(
                     f"the folders to restore are gone (gc deleted them): {gone[:3]}; nothing was written"
                 )
             log.commit(log.next_version(latest, operation, properties, keys, staged))
@@ -304,13 +328,18 @@ class ParquetFormat(TableFormat):
     def is_validation_conflict(self, exc: BaseException) -> bool:
         return isinstance(exc, ParquetConflict)
 
+    def is_expired(self, exc: BaseException) -> bool:
+        return isinstance(exc, VersionExpired)
+
     # ---- garbage ------------------------------------------------------------------------------
 
-    def collect_garbage(self, table: str, older_than_ms: int, dry_run: bool = False) -> list[str]:
+    def collect_garbage(
+        self, table: str, older_than_ms: int, dry_run: bool = False, now_ms: int | None = None
+    ) -> list[str]:
         log = self._log(table)
         with log.locked():
             log.sync()
-            expired = log.expired(older_than_ms)
+            expired = log.expired(older_than_ms, now_ms)
             if not dry_run:
                 log.delete(expired)
         return [str(p) for p in expired]
