@@ -159,14 +159,15 @@ def gc(
     config: Path = ConfigArg,
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be deleted; delete nothing."),
 ) -> None:
-    """Delete replaced partition data older than promote.retention_days (the rollback targets)."""
+    """Delete partition data replaced more than promote.retention_days ago (old rollback targets)."""
     bf = Backfill.from_config(config)
     for table, deleted in bf.gc(dry_run=dry_run).items():
         if deleted is None:
             out.print(f"{table}: its format keeps its own retention; nothing to delete")
             continue
         verb = "would delete" if dry_run else "deleted"
-        out.print(f"{table}: {verb} {len(deleted)} folder(s) older than {bf.config.promote.retention_days:g} day(s)")
+        days = bf.config.promote.retention_days
+        out.print(f"{table}: {verb} {len(deleted)} folder(s) replaced more than {days:g} day(s) ago")
         for path in deleted:
             out.print(f"  {path}", markup=False)
 
