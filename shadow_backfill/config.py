@@ -26,6 +26,10 @@ from shadow_backfill.errors import ConfigError
 from shadow_backfill.formats import FORMATS, spec
 
 _COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A real config is a few KiB and five levels deep. The bounds keep a wrong or hostile file (a log
+# given by mistake, a YAML bomb) a usage error instead of a memory or recursion failure.
+MAX_CONFIG_BYTES = 1024 * 1024
+MAX_CONFIG_DEPTH = 32
 
 
 class _Strict(BaseModel):
@@ -403,6 +407,48 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
 
 
+class _TooDeepError(yaml.YAMLError):
+    def __init__(self, line: int | None) -> None:
+        where = f" (line {line})" if line is not None else ""
+        super().__init__(f"nested more than {MAX_CONFIG_DEPTH} levels deep{where}; a config is a few levels deep")
+
+
+class _BoundedLoader(_UniqueKeyLoader):
+    """Refuses nesting beyond MAX_CONFIG_DEPTH while composing: PyYAML composes nested nodes by
+    recursion, and a file nested some thousand levels would end in a RecursionError."""
+
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        nested = self.check_event(yaml.MappingStartEvent, yaml.SequenceStartEvent)
+        if nested:
+            self._depth += 1
+            if self._depth > MAX_CONFIG_DEPTH:
+                raise _TooDeepError(self.peek_event().start_mark.line + 1)
+        try:
+            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+        finally:
+            if nested:
+                self._depth -= 1
+
+
+def nested_deeper_than(data: Any, limit: int) -> bool:
+    """True when mappings and lists nest more than `limit` levels (a cycle nests without end).
+    Aliases can build a deeper structure than the text shows, so the data is measured too;
+    without recursion, and a shared object is walked again only when reached deeper."""
+    seen: dict[int, int] = {}
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, (dict, list)) or seen.get(id(item), 0) >= depth:
+            continue
+        if depth > limit:
+            return True
+        seen[id(item)] = depth
+        stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
 def _yaml_problem(exc: yaml.YAMLError) -> str:
     """PyYAML's messages span several lines; the CLI promises one."""
     if isinstance(exc, yaml.MarkedYAMLError) and exc.problem and exc.problem_mark is not None:
@@ -411,30 +457,46 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return " ".join(str(exc).split())
 
 
-def read_text_file(path: Path, what: str) -> str:
-    """The one place that turns 'not a readable text file' into a ConfigError naming the path."""
+def read_text_file(path: Path, what: str, max_bytes: int | None = None) -> str:
+    """The one place that turns 'not a readable text file' into a ConfigError naming the path;
+    a file over `max_bytes` is refused before it is read whole. Line ends are read as Python's
+    text mode reads them (CRLF and CR as LF)."""
     if path.is_dir():
         raise ConfigError(f"{what} {str(path)!r} is a directory, not a file")
     if not path.is_file():
         raise ConfigError(f"{what} {str(path)!r} does not exist")
     try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{what} {str(path)!r} is not UTF-8 text (byte {exc.start})") from None
+        with path.open("rb") as f:
+            raw = f.read() if max_bytes is None else f.read(max_bytes + 1)
     except OSError as exc:
         raise ConfigError(f"{what} {str(path)!r} cannot be read: {exc.strerror or exc}") from None
+    if max_bytes is not None and len(raw) > max_bytes:
+        raise ConfigError(
+            f"{what} {str(path)!r} is larger than {max_bytes / 2**20:g} MiB, the limit for a {what}: "
+            "is it the right file?"
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{what} {str(path)!r} is not UTF-8 text (byte {exc.start})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def load_config(path: str | Path) -> BackfillConfig:
-    """Read and validate a YAML config; relative paths in it are relative to the file."""
+    """Read and validate a YAML config; relative paths in it are relative to the file. Its size
+    and nesting are bounded (MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH): a usage error naming the file."""
     p = Path(path)
-    text = read_text_file(p, "config file")
+    text = read_text_file(p, "config file", MAX_CONFIG_BYTES)
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass: no arbitrary objects
-    except _DuplicateKeyError as exc:
+        data = yaml.load(text, Loader=_BoundedLoader)  # a SafeLoader subclass: no arbitrary objects
+    except (_DuplicateKeyError, _TooDeepError) as exc:
         raise ConfigError(f"{p}: {exc}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{p}: not valid YAML: {_yaml_problem(exc)}") from None
+    except RecursionError:  # aliases nesting without end, built before they could be measured
+        raise ConfigError(f"{p}: nested more than {MAX_CONFIG_DEPTH} levels deep (through aliases)") from None
+    if nested_deeper_than(data, MAX_CONFIG_DEPTH):
+        raise ConfigError(f"{p}: nested more than {MAX_CONFIG_DEPTH} levels deep (through aliases)")
     cfg = parse_config(data, source=str(p), base_dir=p.parent)
     cfg.config_hash = hashlib.sha256(text.encode()).hexdigest()[:16]
     return cfg

@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# Shorter secrets are not hunted for in free text: replacing every "ab" would shred the line
+# that names the real problem (the URL itself is masked whatever the password's length).
+MIN_SECRET_CHARS = 4
+_SECRETS: set[str] = set()
+
 
 class ShadowBackfillError(Exception):
     """Base class; `exit_code` is what the CLI exits with."""
@@ -79,3 +84,17 @@ def os_reason(path: Path, exc: OSError) -> str:
                 return f"{str(candidate)!r} is a file, not a folder"
             break
     return exc.strerror or str(exc)
+
+
+def keep_secret(*values: str | None) -> None:
+    """Remember secrets found in the config (a state store password), so that no text the CLI
+    prints or logs can carry them, even when a driver's message quotes one we did not foresee."""
+    _SECRETS.update(v for v in values if v and len(v) >= MIN_SECRET_CHARS)
+
+
+def redact(text: str) -> str:
+    """`text` with every remembered secret replaced by `***` (longest first: a secret that holds
+    another is masked whole)."""
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text

@@ -399,6 +399,10 @@ class Backend:
         """The folder holding the table's files."""
         raise NotImplementedError
 
+    def metadata_table(self, bf: Backfill) -> str:
+        """A name that reaches `bf.live_table`'s metadata (its history, its log), not a table."""
+        raise NotImplementedError
+
     def data_files(self, bf: Backfill, table: str) -> list[Path]:
         """The table's data files (not its log or metadata)."""
         raise NotImplementedError
@@ -439,6 +443,10 @@ class IcebergClassic(Backend):
         """A Hadoop-catalog table in namespace `<ns>.events`: its folder is under live's."""
         return f"{bf.live_table}.shadow"
 
+    def metadata_table(self, bf: Backfill) -> str:
+        """Iceberg's metadata table of live's snapshots (readable, not writable)."""
+        return f"{bf.live_table}.snapshots"
+
     def location(self, bf: Backfill, table: str) -> Path:
         _, *parts = table.split(".")
         return Path(bf.spark.conf.get("spark.sql.catalog.local.warehouse")).joinpath(*parts)
@@ -472,6 +480,10 @@ class DeltaPaths(Backend):
     def inside(self, bf: Backfill) -> str:
         return f"{bf.live_table}/shadow"
 
+    def metadata_table(self, bf: Backfill) -> str:
+        """The folder of live's transaction log."""
+        return f"{bf.live_table}/_delta_log"
+
     def location(self, bf: Backfill, table: str) -> Path:
         return Path(bf.table_format.path(table))  # type: ignore[attr-defined]
 
@@ -497,6 +509,10 @@ class ParquetPaths(DeltaPaths):
 
     def commits(self, bf: Backfill, table: str) -> int:
         return len(list((self.location(bf, table) / "_shadow_backfill" / "log").glob("*.json")))
+
+    def metadata_table(self, bf: Backfill) -> str:
+        """The folder of live's version log and kept generations."""
+        return f"{bf.live_table}/_shadow_backfill"
 
 
 ICEBERG = IcebergClassic(

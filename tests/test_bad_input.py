@@ -49,7 +49,16 @@ def delete_live_data_files(backend: Backend, bf: Any) -> None:
     backend.delete_data_files(bf, bf.live_table)
 
 
+def make_view(backend: Backend, bf: Any) -> None:
+    """A temporary view over the live table, in the session the CLI's commands run in."""
+    bf.read_live().createOrReplaceTempView(VIEW)
+
+
 RUN = ["run", "{cfg}"]
+VIEW = "sb_bad_input_view"
+# A state store password: no case may print it or write it to a log (checked for every case).
+SECRET = "S3cret-Pw7"
+DEEP = 5000
 TR = "sb_test_transforms:"
 NOT_SQLITE = random.Random(7).randbytes(8192)  # a "state file" that is no database
 CASES = [
@@ -287,6 +296,27 @@ CASES = [
         edit={"state": {"url": "mysql://u:secret@localhost/db"}},
     ),
     Case(
+        "state url with a password, unreachable",
+        [*RUN, "--start", START, "--end", END],
+        1,
+        "cannot open the state store postgresql+psycopg://u:***@127.0.0.1:1/db: connection failed",
+        edit={"state": {"url": f"postgresql+psycopg://u:{SECRET}@127.0.0.1:1/db"}},
+    ),
+    Case(
+        "state url with a password in the query",
+        ["status", "{cfg}"],
+        1,
+        "cannot open the state store postgresql+psycopg://u@127.0.0.1:1/db?password=***: connection failed",
+        edit={"state": {"url": f"postgresql+psycopg://u@127.0.0.1:1/db?password={SECRET}"}},
+    ),
+    Case(
+        "state url with a password that does not parse",
+        ["history", "{cfg}"],
+        2,
+        "state.url 'postgresql://***@[::1/x' is not a database URL",
+        edit={"state": {"url": f"postgresql://bob:{SECRET}@[::1/x"}},
+    ),
+    Case(
         "state url with a driver not installed",
         ["status", "{cfg}"],
         2,
@@ -483,6 +513,51 @@ CASES = [
         stage="recomputed",
         edit={"keys": ["id", "ghost_key"]},
     ),
+    Case(
+        "config nested 5,000 levels deep",
+        [*RUN, "--start", START, "--end", END],
+        2,
+        "error: {cfg}: nested more than 32 levels deep (line 1)",
+        raw="live_table: " + "[" * DEEP + "]" * DEEP + "\n",
+    ),
+    Case(
+        "config over 1 MiB",
+        [*RUN, "--start", START, "--end", END],
+        2,
+        "error: config file '{cfg}' is larger than 1 MiB",
+        raw="# " + "x" * 2**20 + "\n",
+    ),
+    # live and shadow must be plain tables: not a view, not a table's metadata
+    Case(
+        "metadata table as live",
+        [*RUN, "--start", START, "--end", END],
+        2,
+        "error: live table '{metadata}'",
+        edit={"live_table": "{metadata}"},
+    ),
+    Case(
+        "metadata table as shadow",
+        [*RUN, "--start", START, "--end", END],
+        2,
+        "error: shadow table '{metadata}'",
+        edit={"shadow_table": "{metadata}"},
+    ),
+    Case(
+        "view as live",
+        [*RUN, "--start", START, "--end", END],
+        2,
+        f"error: live table '{VIEW}' is a temporary view, not a table",
+        edit={"live_table": VIEW},
+        damage=make_view,
+    ),
+    Case(
+        "view as shadow",
+        [*RUN, "--start", START, "--end", END],
+        2,
+        f"error: shadow table '{VIEW}' is a temporary view, not a table",
+        edit={"shadow_table": VIEW},
+        damage=make_view,
+    ),
     # the shadow table must be a table of its own
     Case(
         "shadow is live by another path",
@@ -639,6 +714,7 @@ def test_bad_input(
         "{format}": backend.format,
         "{engine_error}": backend.engine_error,
         "{promotion}": promotion,
+        "{metadata}": backend.metadata_table(bf),
     }
 
     def expand(text: str) -> str:
@@ -656,6 +732,8 @@ def test_bad_input(
     assert result.exit_code == case.code, output
     assert expand(case.words) in output, output
     assert "Traceback" not in output, output
+    written_logs = sorted(logs.glob("*.log")) if logs.is_dir() else []
+    assert SECRET not in output + "".join(p.read_text() for p in written_logs), "a password was printed or logged"
     error_lines = [line for line in output.splitlines() if line.startswith("error:")]
     assert len(error_lines) == (1 if case.code else 0), output
     error_line = error_lines[0] if error_lines else ""
@@ -665,7 +743,6 @@ def test_bad_input(
     if case.statuses:
         records = bf.store.records(bf.shadow_table)
         assert {k: records[k].status if k in records else None for k in case.statuses} == case.statuses
-    written_logs = sorted(logs.glob("*.log")) if logs.is_dir() else []
     if case.logged:
         match = re.search(r"\(full details: (\S+)\)$", error_line)
         assert match and written_logs == [Path(match.group(1))], output

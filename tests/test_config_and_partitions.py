@@ -12,11 +12,12 @@ import yaml
 from typer.testing import CliRunner
 
 from shadow_backfill.cli import app
-from shadow_backfill.config import PartitionSpec, load_config
+from shadow_backfill.config import MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH, PartitionSpec, load_config, nested_deeper_than
 from shadow_backfill.errors import ConfigError, SessionError, UsageError
 from shadow_backfill.partitions import MAX_PARTITIONS, PartitionScheme, sql_literal
 from shadow_backfill.recompute import choose_chunk_size
 from shadow_backfill.session import check_master
+from shadow_backfill.validate.suites import load_suite
 
 GOOD = {
     "live_table": "local.db.features",
@@ -110,6 +111,56 @@ def test_bogus_spark_master_fails_before_spark_starts(tmp_path: Path) -> None:
         check_master(good)
     with pytest.raises(SessionError, match=r"cannot reach the Spark master \(127.0.0.1:1: Connection refused\)"):
         check_master("spark://127.0.0.1:1")
+
+
+DEEP = 5000
+# Configs that must be refused as usage errors naming the file: nesting in each YAML style, nesting
+# built by aliases (and a cycle), and a file over the size limit.
+OVERSIZED = {
+    "flow sequences": "live_table: " + "[" * DEEP + "]" * DEEP + "\n",
+    "flow mappings": "live_table: " + "{a: " * DEEP + "1" + "}" * DEEP + "\n",
+    "block mappings": "".join(" " * i + f"k{i}:\n" for i in range(200)) + " " * 200 + "v: 1\n",
+    "alias chain": "".join(f"a{i}: &a{i} [{f'*a{i - 1}' if i else 1}]\n" for i in range(DEEP)),
+    "alias key": "".join(f"a{i}: &a{i} [{f'*a{i - 1}' if i else 1}]\n" for i in range(DEEP)) + f"? *a{DEEP - 1}\n: 1\n",
+    "alias cycle": "live_table: &a [*a]\n",
+}
+
+
+@pytest.mark.parametrize("text", OVERSIZED.values(), ids=OVERSIZED.keys())
+def test_a_config_nested_too_deep_is_a_usage_error_naming_the_file(tmp_path: Path, text: str) -> None:
+    p = tmp_path / "deep.yaml"
+    p.write_text(text)
+    result = CliRunner().invoke(app, ["run", str(p), "--start", "2024-01-01", "--end", "2024-01-02"])
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.splitlines()
+    assert line.startswith(f"error: {p}: nested more than {MAX_CONFIG_DEPTH} levels deep"), line
+
+
+def test_nesting_up_to_the_bound_is_read() -> None:
+    assert not nested_deeper_than({"a": [[{"b": 1}]]}, 4)
+    assert nested_deeper_than({"a": [[{"b": []}]]}, 4)
+    shared: list[object] = [[[]]]
+    assert not nested_deeper_than([shared, [shared]], 5) and nested_deeper_than([shared, [[shared]]], 5)
+
+
+def test_a_config_over_the_size_limit_is_a_usage_error_naming_the_file(tmp_path: Path) -> None:
+    p = write(tmp_path, GOOD)
+    p.write_text(p.read_text() + "# " + "x" * MAX_CONFIG_BYTES + "\n")
+    result = CliRunner().invoke(app, ["status", str(p)])
+    assert result.exit_code == 2, result.output
+    assert result.output.splitlines() == [
+        f"error: config file '{p}' is larger than 1 MiB, the limit for a config file: is it the right file?"
+    ]
+    p.write_text(p.read_text()[: MAX_CONFIG_BYTES - 100])
+    assert load_config(p).live_table == GOOD["live_table"]
+
+
+def test_a_suite_nested_too_deep_is_a_usage_error(tmp_path: Path) -> None:
+    for depth in (DEEP * 20, MAX_CONFIG_DEPTH + 1):
+        suite = tmp_path / "deep.json"
+        suite.write_text('{"expectations": ' + "[" * depth + "]" * depth + "}")
+        with pytest.raises(ConfigError, match=f"deep.json: nested more than {MAX_CONFIG_DEPTH} levels deep"):
+            load_suite(suite)
 
 
 def scheme(**kw: object) -> PartitionScheme:

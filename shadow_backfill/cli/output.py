@@ -28,7 +28,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from shadow_backfill.errors import ShadowBackfillError, UsageError
+from shadow_backfill.errors import ShadowBackfillError, UsageError, redact
 
 console = Console(stderr=True, soft_wrap=True, markup=False, highlight=False)
 out = Console(soft_wrap=True, markup=False, highlight=False)
@@ -51,13 +51,15 @@ def log_dir() -> Path:
 
 
 def write_log(text: str) -> Path | None:
-    """Write `text` to a new log file; None if even that fails (the one line is printed anyway)."""
+    """Write `text` to a new log file; None if even that fails (the one line is printed anyway).
+    The folder is created 0700 and the file 0600 (mkstemp): a traceback can quote data values;
+    every secret the config holds is masked."""
     try:
         folder = log_dir()
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, name = tempfile.mkstemp(prefix=time.strftime("error-%Y%m%dT%H%M%S-"), suffix=".log", dir=folder)
         with os.fdopen(fd, "w") as f:
-            f.write(f"shadow-backfill {' '.join(sys.argv[1:])}\n{text}")
+            f.write(redact(f"shadow-backfill {' '.join(sys.argv[1:])}\n{text}"))
         return Path(name)
     except OSError:
         return None
@@ -65,7 +67,9 @@ def write_log(text: str) -> Path | None:
 
 def fail(message: str, code: int = 1, details: str | None = None) -> NoReturn:
     """Print the one error line and exit. A multi-line message keeps its first line; the rest,
-    with `details`, goes to a log file named on that line."""
+    with `details`, goes to a log file named on that line. No secret of the config is printed,
+    whatever the message quotes (a driver's error may quote its connection string)."""
+    message = redact(message)
     lines = [line.strip() for line in message.strip().splitlines() if line.strip()] or ["unknown error"]
     line = lines[0]
     if len(line) > 500:

@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from shadow_backfill.config import BackfillConfig
+from shadow_backfill.errors import ConfigError
 from shadow_backfill.formats.base import (
     COMMIT_ID_PROPERTY,
     Bound,
@@ -115,6 +116,19 @@ class DeltaFormat(TableFormat):
         return locations[name]
 
     # ---- introspection ------------------------------------------------------------------------
+
+    def check_plain_table(self, table: str, role: str) -> None:
+        """Refuse a path inside a Delta table's log (`_delta_log`) or change-data folder: Delta's
+        counterpart of a metadata table, which no command can read or write as a table."""
+        if not self.is_name(table):
+            parts = Path(table.split("://", 1)[-1]).parts
+            inner = next((p for p in parts if p in ("_delta_log", "_change_data")), None)
+            if inner is not None:
+                raise ConfigError(
+                    f"{role} {table!r} lies in the {inner} folder of a Delta table, not a table: "
+                    "name the table's folder"
+                )
+        super().check_plain_table(table, role)
 
     def exists(self, table: str) -> bool:
         if self.is_name(table):

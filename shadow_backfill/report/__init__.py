@@ -3,6 +3,7 @@ for machines. They read only the state store, so reporting needs no Spark sessio
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from shadow_backfill.report.html import render_html
@@ -14,18 +15,28 @@ __all__ = ["ReportData", "write_reports"]
 
 
 def write_reports(data: ReportData, out_dir: Path) -> dict[str, Path]:
-    """Write all four outputs; returns their paths by kind."""
+    """Write all four outputs; returns their paths by kind. They quote data values (samples,
+    categories), so a folder or file created here is readable by its owner only (0700, 0600);
+    an existing one keeps its mode."""
     import json
 
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     paths = {
         "html": out_dir / "report.html",
         "json": out_dir / "report.json",
         "markdown": out_dir / "report.md",
         "junit": out_dir / "junit.xml",
     }
-    paths["json"].write_text(json.dumps(report_json(data), indent=2, default=str) + "\n")
-    paths["markdown"].write_text(render_markdown(data))
-    paths["junit"].write_text(render_junit(data))
-    paths["html"].write_text(render_html(data))
+    _write_private(paths["json"], json.dumps(report_json(data), indent=2, default=str) + "\n")
+    _write_private(paths["markdown"], render_markdown(data))
+    _write_private(paths["junit"], render_junit(data))
+    _write_private(paths["html"], render_html(data))
     return paths
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Replace `path`'s content with `text`; a new file is created 0600 (the mode is only applied
+    on creation, so a file the user opened up keeps their choice)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)

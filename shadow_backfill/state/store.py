@@ -6,14 +6,17 @@ The URL is checked before anything connects, so a typo is a config error, not a 
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote_plus
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import ArgumentError, DBAPIError
 
-from shadow_backfill.errors import ConfigError, StateStoreError, WriteError, os_reason
+from shadow_backfill.errors import ConfigError, StateStoreError, WriteError, keep_secret, os_reason, redact
 from shadow_backfill.state.audit import AuditTrail
 from shadow_backfill.state.db import first_line
 from shadow_backfill.state.leases import Leases
@@ -23,16 +26,20 @@ from shadow_backfill.state.verdicts import VerdictStore
 
 # The upserts exist in these dialects only (SQLite's and PostgreSQL's ON CONFLICT).
 SUPPORTED_DIALECTS = ("sqlite", "postgresql")
+# The userinfo as SQLAlchemy reads it (`user:password@`), and the query parameters whose value
+# is a secret (libpq's password and sslpassword, other drivers' tokens and keys).
+_USERINFO = re.compile(r"^(?P<user>[^:/]*):(?P<password>[^@]*)@")
+_SECRET_PARAM = re.compile(r"pass|pwd|secret|token|key|auth|cred", re.IGNORECASE)
 
 
 class StateStore(Runs, Partitions, VerdictStore, AuditTrail, Leases):
     """All reads and writes of run and partition state go through here."""
 
     def __init__(self, url: str) -> None:
+        self.shown_url = shown_url(url)
         parsed = parse_state_url(url)
         self.url = url
-        self.shown_url = _shown(url, parsed)
-        _make_sqlite_folder(parsed, self.shown_url)
+        _make_sqlite_file(parsed, self.shown_url)
         try:
             self.engine = create_engine(parsed, future=True)
         except ImportError as exc:  # the dialect's driver package is not installed
@@ -40,6 +47,8 @@ class StateStore(Runs, Partitions, VerdictStore, AuditTrail, Leases):
                 f"state.url {self.shown_url}: its database driver is not installed ({exc}); "
                 "pip install it, or use sqlite:/// or postgresql+psycopg://"
             ) from None
+        except ArgumentError as exc:  # a form the dialect refuses (sqlite://user:pw@/x.db)
+            raise ConfigError(f"state.url {self.shown_url}: {redact(str(exc).strip().splitlines()[0])}") from None
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         try:
@@ -54,47 +63,106 @@ class StateStore(Runs, Partitions, VerdictStore, AuditTrail, Leases):
 
 def parse_state_url(url: str) -> URL:
     """The URL, refused before anything connects unless it names a dialect we can upsert in."""
+    shown = shown_url(url)
     try:
         parsed = make_url(url)
     except Exception:  # ArgumentError, ValueError: not a URL at all
         raise ConfigError(
-            f"state.url {url!r} is not a database URL (e.g. sqlite:///path/state.db or "
+            f"state.url {shown!r} is not a database URL (e.g. sqlite:///path/state.db or "
             "postgresql+psycopg://user@host/db)"
         ) from None
     backend = parsed.get_backend_name()
     if backend not in SUPPORTED_DIALECTS:
         raise ConfigError(
-            f"state.url {_shown(url, parsed)}: database {backend!r} is not supported "
+            f"state.url {shown}: database {backend!r} is not supported "
             f"as a state store; supported: {', '.join(SUPPORTED_DIALECTS)}"
         )
     try:
         parsed.get_dialect()
     except Exception:  # NoSuchModuleError: an unknown driver name such as postgresql+nosuch
-        raise ConfigError(
-            f"state.url {_shown(url, parsed)}: unknown driver {parsed.drivername!r} for {backend}"
-        ) from None
+        raise ConfigError(f"state.url {shown}: unknown driver {parsed.drivername!r} for {backend}") from None
     return parsed
 
 
-def _shown(url: str, parsed: URL) -> str:
-    """The URL as the user wrote it, unless it holds a password."""
-    return url if parsed.password is None else parsed.render_as_string(hide_password=True)
+def shown_url(url: str) -> str:
+    """The state URL as it may be printed: the user's own spelling with every secret as `***`
+    (the password in the userinfo or in a query parameter). Each secret found is remembered
+    (`keep_secret`), so no other message can print it either."""
+    try:
+        parsed = make_url(url)
+    except Exception:  # not a URL: where its secret ends cannot be told
+        return _shown_unparsed(url)
+    scheme, sep, rest = url.partition("//")
+    if not sep:
+        return url
+    userinfo = _USERINFO.match(rest)
+    if parsed.password is not None and userinfo is not None:
+        # SQLAlchemy ends the password at the first @; one with an @ of its own (unescaped)
+        # would show its tail as the host, so the mask runs to the last @ before the query.
+        at = rest.partition("?")[0].rfind("@")
+        keep_secret(str(parsed.password), userinfo.group("password"), rest[userinfo.end("user") + 1 : at])
+        rest = f"{userinfo.group('user')}:***@{rest[at + 1 :]}"
+    return f"{scheme}//{_masked_query(rest)}"
 
 
-def _make_sqlite_folder(parsed: URL, shown: str) -> None:
-    """SQLite creates the file but not its folder; a folder that cannot exist is named here."""
+def _shown_unparsed(url: str) -> str:
+    """A URL that does not parse, masked from the scheme's `//` up to the host (the text after the
+    last `@`), or everything after `//` when no host can be told apart from a userinfo."""
+    scheme, sep, rest = url.partition("//")
+    if not sep:
+        before, colon, after = url.partition(":")
+        keep_secret(after)
+        if colon:
+            return f"{before}:***"
+        return "***" if "@" in url or "=" in url else url
+    at = rest.rfind("@")
+    if at < 0:
+        keep_secret(rest, _masked_query(rest))  # and the query's secrets, one by one
+        return f"{scheme}//***"
+    userinfo = rest[:at]
+    keep_secret(userinfo, userinfo.partition(":")[2])
+    return f"{scheme}//***@{_masked_query(rest[at + 1 :])}"
+
+
+def _masked_query(rest: str) -> str:
+    """`host/db?query` with the value of every secret-looking query parameter as `***`; pairs
+    are split on `&` as SQLAlchemy splits them, so a value is masked whole."""
+    head, mark, query = rest.partition("?")
+    if not mark:
+        return rest
+    pairs = []
+    for pair in query.split("&"):
+        key, eq, value = pair.partition("=")
+        if eq and _SECRET_PARAM.search(unquote_plus(key)):
+            keep_secret(value, unquote_plus(value))
+            pair = f"{key}=***"
+        pairs.append(pair)
+    return f"{head}?{'&'.join(pairs)}"
+
+
+def _make_sqlite_file(parsed: URL, shown: str) -> None:
+    """Create the SQLite file, and the folder it needs, readable by its owner only (0600 file,
+    0700 folder): the store holds user and host names, partition lists and sampled data values,
+    and SQLite would create it world-readable (its -wal and -shm files take the file's mode). An
+    existing file or folder keeps its mode. A folder that cannot exist is named here."""
     database = parsed.database
     if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
         return
     if str(parsed.query.get("uri", "")).lower() in ("true", "1") or database.startswith("file:"):
         return  # an SQLite URI (file:...?mode=ro): the user manages the file
-    folder = Path(database).parent
+    path = Path(database)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     except OSError as exc:
         raise WriteError(
-            f"state store {shown}: cannot create folder {str(folder)!r}: {os_reason(folder, exc)}"
+            f"state store {shown}: cannot create folder {str(path.parent)!r}: {os_reason(path.parent, exc)}"
         ) from None
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        return
+    except OSError as exc:
+        raise WriteError(f"state store {shown}: cannot create file {str(path)!r}: {os_reason(path, exc)}") from None
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from shadow_backfill.config import BackfillConfig, read_text_file
+from shadow_backfill.config import MAX_CONFIG_DEPTH, BackfillConfig, nested_deeper_than, read_text_file
 from shadow_backfill.errors import ConfigError
 
 # Keyword arguments that name columns, per GX convention.
@@ -85,8 +85,13 @@ def load_suite(path: Path) -> Suite:
     text = read_text_file(path, "expectation suite")
     try:
         data = json.loads(text)
+        too_deep = nested_deeper_than(data, MAX_CONFIG_DEPTH)
     except ValueError as exc:
         raise ConfigError(f"expectation suite {path.name}: not valid JSON: {exc}") from None
+    except RecursionError:  # the decoder recurses per level: bounded as the config is
+        too_deep = True
+    if too_deep:
+        raise ConfigError(f"expectation suite {path.name}: nested more than {MAX_CONFIG_DEPTH} levels deep")
     if not isinstance(data, dict) or not isinstance(data.get("expectations"), list):
         raise ConfigError(f"expectation suite {path.name}: expected an object with an 'expectations' list")
     name = str(data.get("name") or path.stem)
