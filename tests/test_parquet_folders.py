@@ -96,7 +96,8 @@ def test_gc_deletes_replaced_folders_past_retention(plain: Any) -> None:
     assert len(kept) == 9, "the replaced folders are kept as the rollback target"
 
     result = CliRunner().invoke(app, ["gc", cfg])
-    assert result.exit_code == 0 and "deleted 0 folder(s) replaced more than 7 day(s) ago" in result.output, result.output
+    assert result.exit_code == 0, result.output
+    assert "deleted 0 folder(s) replaced more than 7 day(s) ago" in result.output, result.output
 
     text = Path(cfg).read_text() + "promote:\n  retention_days: 0\n"
     Path(cfg).write_text(text)
