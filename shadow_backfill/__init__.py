@@ -5,10 +5,33 @@ The pipeline, module by module: config -> session -> recompute -> validate -> pr
 -> report, with `formats/` holding one backend per table format and `state` the one store.
 """
 
-from shadow_backfill.api import Backfill
+from typing import TYPE_CHECKING, Any
+
 from shadow_backfill.config import BackfillConfig, load_config
 from shadow_backfill.errors import ConfigError, RefusedError, ShadowBackfillError, TransformError, UsageError
-from shadow_backfill.recompute import RunOptions, RunResult
+
+if TYPE_CHECKING:
+    from shadow_backfill.api import Backfill
+    from shadow_backfill.recompute import RunOptions, RunResult
+
+# What needs PySpark is imported on first use, so that `import shadow_backfill` (the config,
+# the state store, the reports) works without it: the unit tier runs in a process that never
+# imports PySpark.
+_LAZY = {
+    "Backfill": "shadow_backfill.api",
+    "RunOptions": "shadow_backfill.recompute",
+    "RunResult": "shadow_backfill.recompute",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'shadow_backfill' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
 
 __all__ = [
     "Backfill",

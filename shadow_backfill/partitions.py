@@ -13,12 +13,13 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import reduce
-
-from pyspark.sql import Column
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING, Any
 
 from shadow_backfill.config import PartitionSpec
 from shadow_backfill.errors import ConfigError, UsageError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
 
 PartitionValue = dt.date | dt.datetime | str | int
 
@@ -104,6 +105,7 @@ class PartitionScheme:
 
     def key_column(self) -> Column:
         """Each row's partition as text, equal to `column_text(k)` for the rows of key k."""
+        F = _functions()
         if self.ranged:
             return F.date_format(F.col(self.column), _SPARK_KEY_FORMAT[self.granularity])
         return F.col(self.column).cast("string")
@@ -111,7 +113,7 @@ class PartitionScheme:
     def key_value(self) -> Column:
         """Each row's partition as a value to group by: the column itself, which casts to
         `key_column`'s text, or that text for a ranged column (a period has no column of its own)."""
-        return self.key_column() if self.ranged else F.col(self.column)
+        return self.key_column() if self.ranged else _functions().col(self.column)
 
     # ---- keys <-> periods -------------------------------------------------------------------
 
@@ -295,6 +297,7 @@ class PartitionScheme:
         """`column IN (typed literals)` as a Column, for reads and Iceberg overwrites; for a
         ranged column, `start <= column < end` per run of consecutive keys (aligned on the
         periods, so Iceberg replaces whole `days(ts)` partitions)."""
+        F = _functions()
         if not self.ranged:
             return F.col(self.column).isin([F.lit(self.value(k)) for k in keys])
         col = F.col(self.column)
@@ -320,3 +323,11 @@ class PartitionScheme:
             else:
                 out.append((start, end))
         return out
+
+
+def _functions() -> Any:
+    """`pyspark.sql.functions`, imported where a Column is built and not with this module: keys,
+    ranges and config checks run without PySpark (the unit tier asserts it is never imported)."""
+    from pyspark.sql import functions
+
+    return functions

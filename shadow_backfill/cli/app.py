@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from shadow_backfill.api import Backfill
 from shadow_backfill.cli.output import fail, handle_errors, out, recompute_progress, split_partitions
 from shadow_backfill.cli.render import (
     fail_if_incomplete,
@@ -25,8 +25,12 @@ from shadow_backfill.cli.render import (
     run_summary,
     status_table,
 )
+from shadow_backfill.config import load_config
 from shadow_backfill.errors import UsageError
 from shadow_backfill.formats import FORMATS, format_names
+
+if TYPE_CHECKING:
+    from shadow_backfill.api import Backfill
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -35,6 +39,15 @@ app = typer.Typer(
 )
 
 ConfigArg = typer.Argument(..., help="The backfill config (YAML).", show_default=False)
+
+
+def open_backfill(config: Path) -> Backfill:
+    """The config is read and checked before PySpark is imported: a bad config is named in a
+    fraction of a second, and the CLI's error lines are tested without PySpark (unit tier)."""
+    checked = load_config(config)
+    from shadow_backfill.api import Backfill
+
+    return Backfill(checked)
 
 
 @app.command()
@@ -52,7 +65,7 @@ def run(
     ),
 ) -> None:
     """Recompute partitions into the shadow table (resumable: written partitions are skipped)."""
-    bf = Backfill.from_config(config)
+    bf = open_backfill(config)
     names = split_partitions(partitions)
     _requested, to_do = bf.plan(start, end, names, force=force, allow_code_change=allow_code_change)
     with recompute_progress(bf.shadow_table, len(to_do)) as advance:
@@ -77,7 +90,7 @@ def status(
     as_json: bool = typer.Option(False, "--json", help="Print a JSON list instead of a table."),
 ) -> None:
     """Show every partition of the shadow table and its state."""
-    bf = Backfill.from_config(config)
+    bf = open_backfill(config)
     rows = bf.status_rows()
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
@@ -94,7 +107,7 @@ def validate(
     partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
 ) -> None:
     """Validate shadow partitions (suites + drift against live); exits 1 if any partition fails."""
-    bf = Backfill.from_config(config)
+    bf = open_backfill(config)
     result = bf.validate(start, end, split_partitions(partitions))
     print_verdicts(result)
     if not result.ok:
@@ -108,7 +121,7 @@ def report(
     out_dir: Path = typer.Option(..., "--out", help="Folder for report.html, report.json, report.md, junit.xml."),
 ) -> None:
     """Write the HTML, JSON, Markdown and JUnit reports of the latest verdicts."""
-    paths = Backfill.from_config(config).report(out_dir)
+    paths = open_backfill(config).report(out_dir)
     for kind, path in paths.items():
         out.print(f"{kind:9} {path}")
 
@@ -124,7 +137,7 @@ def promote(
     allow_warn: bool | None = typer.Option(None, "--allow-warn/--no-allow-warn", help="Promote warned partitions."),
 ) -> None:
     """Promote passing shadow partitions into the live table in ONE atomic commit."""
-    bf = Backfill.from_config(config)
+    bf = open_backfill(config)
     names = split_partitions(partitions)
     if dry_run:
         print_plan(bf.plan_promotion(names, allow_warn=allow_warn), dry_run=True)
@@ -145,7 +158,7 @@ def rollback(
     force: bool = typer.Option(False, help="Restore even if the partitions changed after the promotion."),
 ) -> None:
     """Undo a promotion exactly (its partitions, one atomic commit), or restore a whole version."""
-    rec = Backfill.from_config(config).rollback(promotion, to_version=to_version, force=force)
+    rec = open_backfill(config).rollback(promotion, to_version=to_version, force=force)
     what = f"undid {rec.target}" if rec.target else f"restored version {rec.to_version}"
     out.print(
         f"{rec.id}: {what} on {len(rec.partitions)} partition(s) of {rec.live_table}: "
@@ -160,7 +173,7 @@ def gc(
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be deleted; delete nothing."),
 ) -> None:
     """Delete partition data replaced more than promote.retention_days ago (old rollback targets)."""
-    bf = Backfill.from_config(config)
+    bf = open_backfill(config)
     for table, deleted in bf.gc(dry_run=dry_run).items():
         if deleted is None:
             out.print(f"{table}: its format keeps its own retention; nothing to delete")
@@ -179,7 +192,7 @@ def history(
     as_json: bool = typer.Option(False, "--json", help="Print a JSON list instead of a table."),
 ) -> None:
     """Promotions and rollbacks of the live table, oldest first."""
-    recs = Backfill.from_config(config).history()
+    recs = open_backfill(config).history()
     if as_json:
         sys.stdout.write(json.dumps([r.as_dict() for r in recs], indent=2, default=str) + "\n")
         return
@@ -201,7 +214,7 @@ def backfill(
     ),
 ) -> None:
     """The main job: recompute -> validate -> promote what passed -> report."""
-    bf = Backfill.from_config(config)
+    bf = open_backfill(config)
     names = split_partitions(partitions)
     _requested, to_do = bf.plan(start, end, names, force=force)
     with recompute_progress(bf.shadow_table, len(to_do)) as advance:

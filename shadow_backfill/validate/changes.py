@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from shadow_backfill.validate import stats
-from shadow_backfill.validate.plan import ColumnPlan, PartitionProfile
+from shadow_backfill.validate.measurements import ColumnPlan, PartitionProfile
 
 
 def column_changes(prof: PartitionProfile, plan: ColumnPlan) -> dict[str, dict[str, Any]]:

@@ -23,7 +23,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegralType
 
 from shadow_backfill.validate.facts_job import FactsSpec, run_facts
-from shadow_backfill.validate.plan import ColumnPlan, PartitionProfile, plan_columns, tag
+from shadow_backfill.validate.measurements import ColumnPlan, PartitionProfile
+from shadow_backfill.validate.plan import plan_columns, tag
 from shadow_backfill.validate.profile_job import run_profile
 
 __all__ = ["ColumnPlan", "DriftProfiler", "PartitionProfile", "plan_columns"]

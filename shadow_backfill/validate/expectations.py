@@ -21,19 +21,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from shadow_backfill.validate.facts_job import unique_counts
+from shadow_backfill.validate.measurements import Outcome
 from shadow_backfill.validate.suites import Expectation
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """One expectation on one partition."""
-
-    expectation: str
-    success: bool
-    observed: Any
-    detail: str
-    severity: str  # what a failure means for the verdict: "fail" or "warn"
-
 
 Judge = Callable[[Mapping[str, Any]], tuple[bool, Any, str]]
 

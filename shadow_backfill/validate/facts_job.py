@@ -29,7 +29,8 @@ from shadow_backfill.validate.key_facts import (
     key_names,
     key_samples,
 )
-from shadow_backfill.validate.plan import SIDE, K, PartitionProfile, as_text, is_side, partition_values, side_name, tag
+from shadow_backfill.validate.measurements import PartitionProfile
+from shadow_backfill.validate.plan import SIDE, K, as_text, is_side, partition_values, side_name, tag
 from shadow_backfill.validate.sample_cut import cuts_for
 
 __all__ = ["FactsSpec", "run_facts", "unique_counts"]

@@ -1,36 +1,23 @@
 """What the two drift jobs measure and where they put it.
 
-Shared by the profile job, the facts job and the verdict: which columns get which metrics
-(decided once, from the two schemas, before any Spark work), how a row of the shadow/live union
-is tagged with its partition and side, and the per-partition record the jobs fill in.
+Shared by the profile job and the facts job: which columns get which metrics (decided once,
+from the two schemas, before any Spark work) and how a row of the shadow/live union is tagged
+with its partition and side. What they fill in is in `measurements.py`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, NumericType, StringType, StructType
 
 from shadow_backfill.schema import diff_schemas
+from shadow_backfill.validate.measurements import ColumnPlan
 
 K, SIDE = "__sb_k", "__sb_shadow"  # the partition's value (see `tag`), and true on shadow rows
 QUANTILES = [i / 10 for i in range(1, 10)]
-
-
-@dataclass
-class ColumnPlan:
-    """Which columns get which drift metrics (derived from the two schemas)."""
-
-    numeric: list[str]
-    categorical: list[str]
-    compared: list[str]  # same name and type on both sides: key-diff comparison
-    added: list[str]
-    removed: list[str]
-    retyped: list[tuple[str, str, str]]
 
 
 def plan_columns(shadow: StructType, live: StructType, partition: str, keys: Sequence[str]) -> ColumnPlan:
@@ -47,24 +34,6 @@ def plan_columns(shadow: StructType, live: StructType, partition: str, keys: Seq
         removed=diff.missing,
         retyped=[r for r in diff.retyped if r[0] not in skip],
     )
-
-
-@dataclass
-class PartitionProfile:
-    """Everything measured for one partition; `metrics` is what reports and verdicts read."""
-
-    key: str
-    live_rows: int = 0
-    shadow_rows: int = 0
-    shadow_aggs: dict[str, Any] = field(default_factory=dict)
-    columns: dict[str, dict[str, Any]] = field(default_factory=dict)
-    keys: dict[str, Any] = field(default_factory=dict)
-    unique: dict[str, tuple[int, int]] = field(default_factory=dict)  # column -> (non-null, not unique)
-    samples: list[dict[str, Any]] = field(default_factory=list)  # changed values, largest first
-
-    @property
-    def live_missing(self) -> bool:
-        return self.live_rows == 0
 
 
 def tag(df: DataFrame, side: str, partition_value: Column) -> DataFrame:

@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
-from shadow_backfill.validate.plan import QUANTILES, SIDE, ColumnPlan, K, PartitionProfile, as_text, is_side, side_name
+from shadow_backfill.validate.measurements import ColumnPlan, PartitionProfile
+from shadow_backfill.validate.plan import QUANTILES, SIDE, K, as_text, is_side, side_name
 
 Edges = dict[str, dict[str, list[float]]]  # partition text -> numeric column -> live deciles
 

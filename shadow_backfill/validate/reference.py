@@ -15,7 +15,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from shadow_backfill.validate.expectations import Outcome
+from shadow_backfill.validate.measurements import Outcome
 from shadow_backfill.validate.suites import ID_META, Expectation, Suite
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")

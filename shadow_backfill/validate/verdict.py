@@ -14,8 +14,7 @@ from shadow_backfill.config import PValue, Threshold, ValidationSpec
 from shadow_backfill.validate import stats
 from shadow_backfill.validate.changes import column_changes
 from shadow_backfill.validate.check import FAIL, PASS, SKIPPED, WARN, Check, reasons, worst
-from shadow_backfill.validate.expectations import Outcome
-from shadow_backfill.validate.plan import ColumnPlan, PartitionProfile
+from shadow_backfill.validate.measurements import ColumnPlan, Outcome, PartitionProfile
 
 __all__ = ["FAIL", "PASS", "SKIPPED", "WARN", "Check", "Judge", "PartitionVerdict", "grade", "worst"]
 
