@@ -9,7 +9,6 @@ transition, so a rerun skips what is written and redoes anything else.
 from __future__ import annotations
 
 import contextlib
-import math
 import random
 import threading
 import time
@@ -22,6 +21,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
+from shadow_backfill.chunking import choose_chunk_size
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import ConfigError, RefusedError, TableNotFoundError, TransformError
 from shadow_backfill.formats import TableFormat
@@ -100,33 +100,6 @@ def describe_owner(owner: str) -> str:
     host, _, rest = owner.partition(":")
     pid, _, run_id = rest.partition(":")
     return f"{run_id} (pid {pid} on {host})" if run_id and pid.isdigit() else owner
-
-
-def choose_chunk_size(
-    n: int,
-    max_parallel: int,
-    *,
-    rows_per_partition: float | None = None,
-    max_chunk: int = 100,
-    target_rows: int = 5_000_000,
-) -> int:
-    """How many partitions share one Spark job.
-
-    Every chunk pays a fixed cost (a check job, a write job, a table commit and a version
-    lookup: about a second of a worker's time on a small cluster), which dominates when
-    partitions are small: the benchmark measured 180 partitions of 200 rows in 8 chunks at
-    2.2x one bulk overwrite, in 2 chunks at 1.0x. So, when the live table's metadata gives
-    partition sizes, a chunk is as large as it may be: one per worker, at most `target_rows`
-    rows and `max_chunk` partitions (what a crash makes us redo). Without sizes, aim for about
-    four chunks per worker, which balances uneven partitions and keeps resume granular.
-    """
-    if n <= max_parallel:
-        return 1
-    if rows_per_partition and rows_per_partition > 0:
-        size = min(math.ceil(n / max_parallel), int(target_rows // rows_per_partition))
-    else:
-        size = math.ceil(n / (max_parallel * 4))
-    return max(1, min(size, max_chunk))
 
 
 def first_line(exc: BaseException) -> str:

@@ -13,13 +13,14 @@ import re
 import socket
 import threading
 from pathlib import Path
-from typing import Any
-
-from pyspark.sql import SparkSession
+from typing import TYPE_CHECKING, Any
 
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import ConfigError, SessionError, WriteError, os_reason
 from shadow_backfill.formats import format_class
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 _sail_lock = threading.Lock()
 _sail_server: Any = None
@@ -99,7 +100,10 @@ def is_connect(spark: Any) -> bool:
 
 
 def open_session(config: BackfillConfig) -> SparkSession:
-    """The session a config asks for; reuses the process's active session when there is one."""
+    """The session a config asks for; reuses the process's active session when there is one.
+    PySpark is imported here, not with the module: config checks (`check_master`) run without it."""
+    from pyspark.sql import SparkSession
+
     remote = config.spark.remote
     if remote:
         url = start_sail() if remote == "sail" else remote

@@ -1,6 +1,12 @@
-"""One Spark session per test process, tiny data, few shuffle partitions, UI off.
+"""Fixtures of every tier, and the rules of a test process.
 
-Every behaviour test takes `backend` (or `make`, built on it) and so runs on every table
+Three tiers, one folder and one marker each (given here by folder): `unit` (tests/unit: no
+PySpark imported at all, seconds), `formats` (tests/formats: the contract every TableFormat
+keeps, on every backend) and `e2e` (tests/e2e: the user's paths through the CLI and the API).
+`smoke` marks the one end-to-end scenario the second Spark line runs per backend.
+
+One Spark session per test process, tiny data, few shuffle partitions, UI off. Every behaviour
+test takes `backend` (or `make`, built on it) and so runs on every table
 backend: Iceberg and Delta on classic Spark (`classic` marker), Delta over Spark Connect against
 Sail (`sail` marker), and Iceberg and Delta over a real Spark Connect server (`connect` marker,
 Spark 4). One process holds one kind of Spark session, so each group runs in its own pytest call
@@ -11,54 +17,46 @@ fixture is only created when a test of that backend runs. Adding a backend = one
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
-import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 TESTS = Path(__file__).parent
 sys.path.insert(0, str(TESTS))
 
-from shadow_backfill import Backfill  # noqa: E402
-from shadow_backfill.config import load_config  # noqa: E402
+from support.backends import BACKENDS, ENGINE_BACKENDS, Backend  # noqa: E402
+from support.processes import metastore_conf  # noqa: E402
+from support.settings import CONNECT, JARS, TEST_CONF, MakeBackfill, base_config, factory  # noqa: E402
 
-START, END = "2024-01-01", "2024-01-10"
-# Tiny data: few partitions, no adaptive re-planning, no generated code at all (interpreted
-# expressions: compiling code per query, then JIT-compiling it, costs more than it saves on a few
-# rows), Delta's log replayed in 2 tasks rather than 50. Measured on tests/test_recompute.py +
-# test_promote.py: 201 s -> 114 s; generated code off as well: test_promote.py 142 s -> 108 s.
-# $SB_TEST_SPARK_CONF (JSON) adds settings, to measure their effect.
-TEST_CONF = {
-    "spark.sql.shuffle.partitions": "2",
-    "spark.default.parallelism": "2",
-    "spark.sql.adaptive.enabled": "false",
-    "spark.sql.codegen.wholeStage": "false",
-    "spark.databricks.delta.snapshotPartitions": "2",
-    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-}
-# The JVMs of CLI processes the tests start live seconds: the quick JIT compiler only (C2 spends
-# more CPU compiling than those seconds win back) and the serial collector. The long-lived test
-# session keeps the JVM's defaults (its own `spark.driver.extraJavaOptions` replaces these).
-CLI_JVM = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
-# The classic session's resolved jars, linked into one folder once it has started: CLI processes
-# the tests start (kill trials, the killed run) get them by `spark.jars_dir`, as an offline user
-# does, instead of each asking Ivy again.
-JARS: dict[str, str] = {}
-# The real Spark Connect server's URL once the `connect` group has started it.
-CONNECT: dict[str, str] = {}
 CLASSIC = "not sail and not cluster and not connect"  # the classic group's -m expression
+TIERS = ("unit", "formats", "e2e")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each test gets its tier's marker from its folder, before `-m` selects (tryfirst); a test
+    marked `per_engine` keeps one backend per Spark engine (see `ENGINE_BACKENDS`)."""
+    kept, dropped = [], []
+    for item in items:
+        tier = item.path.relative_to(TESTS).parts[0]
+        if tier in TIERS:
+            item.add_marker(getattr(pytest.mark, tier))
+        callspec = getattr(item, "callspec", None)
+        be = callspec.params.get("backend") if callspec is not None else None
+        if item.get_closest_marker("per_engine") and isinstance(be, Backend) and be.name not in ENGINE_BACKENDS:
+            dropped.append(item)
+        else:
+            kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 def _session_kind(item: pytest.Item) -> str | None:
@@ -74,10 +72,10 @@ def _session_kind(item: pytest.Item) -> str | None:
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_finish(session: pytest.Session) -> None:
     """Refuse a selection that would open two kinds of Spark session in one process (runs after
     `-m` deselected items)."""
-    kinds = sorted({k for item in items if (k := _session_kind(item)) is not None})
+    kinds = sorted({k for item in session.items if (k := _session_kind(item)) is not None})
     if len(kinds) > 1:
         raise pytest.UsageError(
             f"this selection needs {' and '.join(kinds)} Spark sessions, and one process holds one kind: "
@@ -90,108 +88,6 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("warehouse")
 
 
-def base_config(kind: str, warehouse: Path, **overrides: Any) -> dict[str, Any]:
-    """A config for a backend kind: its format, plus `-sail` for Spark Connect on Sail or
-    `-connect` for the real Spark Connect server (which holds the formats' settings)."""
-    ns = "t" + uuid.uuid4().hex[:10]
-    fmt, _, engine = kind.partition("-")
-    if engine == "sail":
-        spark: dict[str, Any] = {"remote": "sail", "warehouse": str(warehouse)}
-    elif engine == "connect":
-        spark = {"remote": CONNECT["url"], "warehouse": str(warehouse)}
-    else:
-        spark = {
-            "master": "local[2]",
-            "warehouse": str(warehouse),
-            **({"jars_dir": JARS["dir"]} if "dir" in JARS else {}),
-            "conf": {**TEST_CONF, **CLI_JVM, **json.loads(os.environ.get("SB_TEST_SPARK_CONF", "{}"))},
-        }
-    live = f"local.{ns}.events" if fmt == "iceberg" else str(warehouse / ns / "events")
-    cfg: dict[str, Any] = {
-        "live_table": live,
-        "version": "v2",
-        "format": fmt,
-        "partition": {"column": "ds", "granularity": "daily"},
-        "keys": ["id"],
-        "transform": {"function": "sb_test_transforms:events_v2", "python_path": [str(TESTS)]},
-        "spark": spark,
-        "run": {"max_parallel": 2, "retries": 0, "retry_backoff_s": 0},
-    }
-    for k, v in overrides.items():
-        if k == "transform":
-            cfg[k] = {"python_path": [str(TESTS)], **v}
-        elif isinstance(v, dict) and isinstance(cfg.get(k), dict):
-            cfg[k] = {**cfg[k], **v}
-        else:
-            cfg[k] = v
-    return cfg
-
-
-MakeBackfill = Callable[..., Backfill]
-
-
-def _factory(kind: str, tmp_path: Path, warehouse: Path, spark: Any) -> MakeBackfill:
-    def make(seed_live: bool = True, **overrides: Any) -> Backfill:
-        data = base_config(kind, warehouse, **overrides)
-        data.setdefault("state", {"url": f"sqlite:///{tmp_path / ('state-' + uuid.uuid4().hex[:6] + '.db')}"})
-        path = tmp_path / f"config-{uuid.uuid4().hex[:6]}.yaml"
-        path.write_text(yaml.safe_dump(data))
-        bf = Backfill(load_config(path), spark=spark)
-        bf.config_path = path  # type: ignore[attr-defined]
-        if seed_live:
-            seed(bf)
-        return bf
-
-    return make
-
-
-DRIFT = "2024-01-05"
-
-
-QUIET = {m: {"warn": None, "fail": None} for m in ("mean_shift", "std_change", "psi", "ks")}
-
-
-def validated(make: MakeBackfill) -> Backfill:
-    """Recomputed and validated: DRIFT fails (a key dropped), the other nine pass. Distribution
-    thresholds are off so the verdicts depend only on the row/key checks (5 rows a day is tiny)."""
-    bf = make(transform={"function": "sb_test_transforms:drift_on_one_day"}, validation=QUIET)
-    assert bf.run(START, END).ok
-    bf.validate()
-    return bf
-
-
-def seed(bf: Backfill, start: str = START, end: str = END, partitioned_by: tuple[str, ...] = ("ds",)) -> None:
-    """Create the live table with the v1 transform over the test range, in one commit."""
-    import sb_test_transforms as t
-
-    keys = bf.scheme.expand(start, end)
-    df = t.events(bf.spark, [bf.scheme.value(k) for k in keys])
-    bf.table_format.create(bf.live_table, df.schema, list(partitioned_by), data=df)
-
-
-def state_count(db: str, sql: str) -> int | None:
-    """One count from a run's SQLite state store while another process writes it, opened
-    read-only so the test creates nothing in it; None while the store or its tables do not exist
-    yet, or the query yields NULL."""
-    with contextlib.suppress(sqlite3.Error), contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as c:
-        value = c.execute(sql).fetchone()[0]
-        return None if value is None else int(value)
-    return None
-
-
-def killable_cli_env(bf: Backfill, slow_seconds: float) -> dict[str, str]:
-    """The environment of a CLI process a test will kill with SIGKILL. A killed JVM runs no
-    shutdown hook, so its Spark scratch (the session's copy of every jar, up to 130 MB) would stay
-    in /tmp for good: it goes to the backfill's own temporary folder, which pytest prunes."""
-    scratch = Path(bf.config_path).parent / "spark-scratch"  # type: ignore[attr-defined]
-    return {
-        **os.environ,
-        "SB_SLOW_SECONDS": str(slow_seconds),
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "SPARK_LOCAL_DIRS": str(scratch),
-    }
-
-
 def _link_jars(session: Any, folder: Path) -> None:
     """The jars Spark resolved for this session (`spark.jars` lists them once Ivy is done)."""
     jars = [j.removeprefix("file://") for j in session.sparkContext.getConf().get("spark.jars", "").split(",") if j]
@@ -199,26 +95,6 @@ def _link_jars(session: Any, folder: Path) -> None:
         (folder / Path(jar).name).symlink_to(jar)
     if jars:
         JARS["dir"] = str(folder)
-
-
-def metastore_conf(warehouse: Path) -> dict[str, str]:
-    """A real Hive metastore for the classic session: Spark's own (Hive 2.3) embedded in the test
-    JVM over Derby in the warehouse, as `spark_catalog` (Delta tables by name through delta-spark's
-    DeltaCatalog) and as Iceberg catalog `hms` (Iceberg's HiveCatalog). Only the test session
-    opens it: embedded Derby admits one JVM, so CLI processes the tests start never name it."""
-    derby = f"jdbc:derby:;databaseName={warehouse / 'metastore_db'};create=true"
-    return {
-        "spark.sql.catalogImplementation": "hive",
-        "spark.hadoop.javax.jdo.option.ConnectionURL": derby,
-        "spark.hadoop.datanucleus.schema.autoCreateAll": "true",
-        "spark.hadoop.hive.metastore.schema.verification": "false",
-        # Embedded Hive 2.3 has no lock tables: Iceberg commits by an atomic alter_table instead.
-        "spark.hadoop.iceberg.engine.hive.lock-enabled": "false",
-        "spark.driver.extraJavaOptions": f"-Dderby.stream.error.file={warehouse / 'derby.log'}",
-        "spark.sql.catalog.hms": "org.apache.iceberg.spark.SparkCatalog",
-        "spark.sql.catalog.hms.type": "hive",
-        "spark.sql.catalog.hms.warehouse": str(warehouse / "hms"),
-    }
 
 
 REST_FIXTURE = TESTS / "fixtures" / "iceberg_rest"
@@ -311,7 +187,7 @@ def spark(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 @pytest.fixture
 def make_backfill(tmp_path: Path, warehouse: Path, spark: Any) -> MakeBackfill:
     """Iceberg on classic Spark only: for tests of classic-only behaviour (most take `make`)."""
-    return _factory("iceberg", tmp_path, warehouse, spark)
+    return factory("iceberg", tmp_path, warehouse, spark)
 
 
 @pytest.fixture(scope="session")
@@ -355,202 +231,6 @@ def connect_spark(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     server.wait(timeout=60)
 
 
-@dataclass(frozen=True)
-class Backend:
-    """What the tests need to know about one table backend, and nothing the product knows."""
-
-    name: str  # the test id and config kind: "iceberg", "delta", "delta-sail", "iceberg-connect"
-    format: str  # config `format`
-    session_fixture: str  # the fixture holding this backend's Spark session
-    missing_table: str  # a live table name that does not exist
-    engine_error: str  # how an unforeseen engine error is named on the catch-all's one line
-    # Behaviour every backend should have that this one does not yet: key -> why. A test that
-    # meets one is a strict xfail (it fails the run as soon as the product fixes the gap).
-    gaps: tuple[tuple[str, str], ...] = ()
-    # A Spark Connect server runs a killed client's operations to their end (Sail stops them).
-    server_outlives_client: bool = False
-    # Situations that cannot arise on this backend: key -> why (the test is skipped, saying so).
-    inapplicable: tuple[tuple[str, str], ...] = ()
-
-    def remote(self) -> list[str]:
-        """The `--remote` option that puts a CLI command on this backend's engine."""
-        engine = self.name.partition("-")[2]
-        return {"sail": ["--remote", "sail"], "connect": ["--remote", CONNECT.get("url", "")]}.get(engine, [])
-
-    def known_gap(self, request: pytest.FixtureRequest, key: str) -> None:
-        """Mark the running test a strict xfail when this backend has gap `key`; skip it when the
-        situation `key` cannot arise on this backend."""
-        reason = dict(self.gaps).get(key)
-        if reason is not None:
-            request.applymarker(pytest.mark.xfail(reason=f"{self.name}: {reason}", strict=True))
-        why = dict(self.inapplicable).get(key)
-        if why is not None:
-            pytest.skip(f"{self.name}: {why}")
-
-    def alias(self, bf: Backfill) -> str:
-        """Another spelling of `bf.live_table` that resolves to the same table."""
-        raise NotImplementedError
-
-    def inside(self, bf: Backfill) -> str:
-        """A table name whose storage lies inside `bf.live_table`'s."""
-        raise NotImplementedError
-
-    def location(self, bf: Backfill, table: str) -> Path:
-        """The folder holding the table's files."""
-        raise NotImplementedError
-
-    def metadata_table(self, bf: Backfill) -> str:
-        """A name that reaches `bf.live_table`'s metadata (its history, its log), not a table."""
-        raise NotImplementedError
-
-    def data_files(self, bf: Backfill, table: str) -> list[Path]:
-        """The table's data files (not its log or metadata)."""
-        raise NotImplementedError
-
-    def drop(self, bf: Backfill, table: str) -> None:
-        """Drop the table as its owner would, behind the tool's back."""
-        raise NotImplementedError
-
-    def refresh(self, bf: Backfill) -> None:
-        """Forget what this session cached about bf's tables: another process wrote them."""
-
-    def commits(self, bf: Backfill, table: str) -> int:
-        """How many commits the table's log holds, read from its files (no Spark): a test that
-        kills a writer watches it to kill just after a commit has landed."""
-        raise NotImplementedError
-
-    def delete_data_files(self, bf: Backfill, table: str) -> None:
-        """The table's log still lists files that are gone (someone cleaned the bucket)."""
-        files = self.data_files(bf, table)
-        assert files, f"{table} has no data files to delete"
-        for f in files:
-            f.unlink()
-
-
-class IcebergClassic(Backend):
-    def alias(self, bf: Backfill) -> str:
-        """The same table through a second catalog over the same warehouse."""
-        spark = bf.spark
-        for k, v in {
-            "": "org.apache.iceberg.spark.SparkCatalog",
-            ".type": "hadoop",
-            ".warehouse": spark.conf.get("spark.sql.catalog.local.warehouse"),
-        }.items():
-            spark.conf.set(f"spark.sql.catalog.other{k}", v)
-        return "other." + bf.live_table.split(".", 1)[1]
-
-    def inside(self, bf: Backfill) -> str:
-        """A Hadoop-catalog table in namespace `<ns>.events`: its folder is under live's."""
-        return f"{bf.live_table}.shadow"
-
-    def metadata_table(self, bf: Backfill) -> str:
-        """Iceberg's metadata table of live's snapshots (readable, not writable)."""
-        return f"{bf.live_table}.snapshots"
-
-    def location(self, bf: Backfill, table: str) -> Path:
-        _, *parts = table.split(".")
-        return Path(bf.spark.conf.get("spark.sql.catalog.local.warehouse")).joinpath(*parts)
-
-    def data_files(self, bf: Backfill, table: str) -> list[Path]:
-        return sorted((self.location(bf, table) / "data").rglob("*.parquet"))
-
-    def drop(self, bf: Backfill, table: str) -> None:
-        bf.spark.sql(f"DROP TABLE {table} PURGE")
-
-    def commits(self, bf: Backfill, table: str) -> int:
-        """A Hadoop-catalog commit writes the next `v<N>.metadata.json`."""
-        return len(list((self.location(bf, table) / "metadata").glob("v*.metadata.json")))
-
-    def refresh(self, bf: Backfill) -> None:
-        """The Iceberg catalog caches loaded tables (cache-enabled): without this, a read after
-        another process's commit sees the snapshot this session loaded before it."""
-        for table in (bf.live_table, bf.shadow_table):
-            if bf.table_format.exists(table):
-                bf.spark.catalog.refreshTable(table)
-
-
-class DeltaPaths(Backend):
-    """Delta tables by path, on classic Spark (delta-spark) or over Spark Connect (Sail)."""
-
-    def alias(self, bf: Backfill) -> str:
-        """The same folder by another path (`..` through its parent)."""
-        live = Path(bf.live_table)
-        return f"{live.parent}/../{live.parent.name}/{live.name}"
-
-    def inside(self, bf: Backfill) -> str:
-        return f"{bf.live_table}/shadow"
-
-    def metadata_table(self, bf: Backfill) -> str:
-        """The folder of live's transaction log."""
-        return f"{bf.live_table}/_delta_log"
-
-    def location(self, bf: Backfill, table: str) -> Path:
-        return Path(bf.table_format.path(table))  # type: ignore[attr-defined]
-
-    def data_files(self, bf: Backfill, table: str) -> list[Path]:
-        root = self.location(bf, table)
-        return sorted(f for f in root.rglob("*.parquet") if "_delta_log" not in f.relative_to(root).parts)
-
-    def drop(self, bf: Backfill, table: str) -> None:
-        shutil.rmtree(self.location(bf, table))
-
-    def commits(self, bf: Backfill, table: str) -> int:
-        """A Delta commit is the next `_delta_log/<version>.json`."""
-        return len(list((self.location(bf, table) / "_delta_log").glob("*.json")))
-
-
-class ParquetPaths(DeltaPaths):
-    """Hive-style Parquet folders by path: the data files are the live folders' (not the kept
-    generations' under `_shadow_backfill/`), a commit is the next log file."""
-
-    def data_files(self, bf: Backfill, table: str) -> list[Path]:
-        root = self.location(bf, table)
-        return sorted(f for f in root.rglob("*.parquet") if "_shadow_backfill" not in f.relative_to(root).parts)
-
-    def commits(self, bf: Backfill, table: str) -> int:
-        return len(list((self.location(bf, table) / "_shadow_backfill" / "log").glob("*.json")))
-
-    def metadata_table(self, bf: Backfill) -> str:
-        """The folder of live's version log and kept generations."""
-        return f"{bf.live_table}/_shadow_backfill"
-
-
-ICEBERG = IcebergClassic(
-    "iceberg",
-    "iceberg",
-    "spark",
-    "local.nonexistent.table",
-    "Py4JJavaError",
-)
-DELTA = DeltaPaths("delta", "delta", "spark", "/nonexistent/table", "Py4JJavaError")
-# Plain Parquet keeps no list of files: files deleted from a live folder are another writer's
-# change, which the format adopts as a version of its own (test_parquet_folders.py).
-NO_FILE_LIST = (("listed_files_gone", "a folder table lists no files; deleted files are another writer's change"),)
-PARQUET = ParquetPaths("parquet", "parquet", "spark", "/nonexistent/table", "Py4JJavaError", inapplicable=NO_FILE_LIST)
-DELTA_SAIL = DeltaPaths("delta-sail", "delta", "sail_spark", "/nonexistent/table", "QueryExecutionException")
-PARQUET_SAIL = ParquetPaths(
-    "parquet-sail", "parquet", "sail_spark", "/nonexistent/table", "QueryExecutionException", inapplicable=NO_FILE_LIST
-)
-# Spark 4.1's Connect server drops named SQL parameters when Iceberg's or Delta's SQL extension
-# parser is installed, even with the legacy binding setting that mends classic Spark 4.1.
-SQL_PARAMS_GAP = ("sql_parameters", "Spark 4.1 Connect with the Iceberg/Delta parsers leaves :partition unbound")
-ICEBERG_CONNECT = IcebergClassic(
-    "iceberg-connect", "iceberg", "connect_spark", "local.nonexistent.table", "SparkException", (SQL_PARAMS_GAP,), True
-)
-DELTA_CONNECT = DeltaPaths(
-    "delta-connect", "delta", "connect_spark", "/nonexistent/table", "SparkException", (SQL_PARAMS_GAP,), True
-)
-BACKENDS = [
-    pytest.param(ICEBERG, id=ICEBERG.name, marks=pytest.mark.classic),
-    pytest.param(DELTA, id=DELTA.name, marks=pytest.mark.classic),
-    pytest.param(PARQUET, id=PARQUET.name, marks=pytest.mark.classic),
-    pytest.param(DELTA_SAIL, id=DELTA_SAIL.name, marks=pytest.mark.sail),
-    pytest.param(PARQUET_SAIL, id=PARQUET_SAIL.name, marks=pytest.mark.sail),
-    pytest.param(ICEBERG_CONNECT, id=ICEBERG_CONNECT.name, marks=pytest.mark.connect),
-    pytest.param(DELTA_CONNECT, id=DELTA_CONNECT.name, marks=pytest.mark.connect),
-]
-
-
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> Backend:
     """Each backend in turn; its Spark session is opened here, only when one of its tests runs."""
@@ -562,7 +242,7 @@ def backend(request: pytest.FixtureRequest) -> Backend:
 @pytest.fixture
 def make(backend: Backend, request: pytest.FixtureRequest, tmp_path: Path, warehouse: Path) -> MakeBackfill:
     """The MakeBackfill factory on the current backend."""
-    return _factory(backend.name, tmp_path, warehouse, request.getfixturevalue(backend.session_fixture))
+    return factory(backend.name, tmp_path, warehouse, request.getfixturevalue(backend.session_fixture))
 
 
 def _pg_bin() -> Path | None:
@@ -573,7 +253,6 @@ def _pg_bin() -> Path | None:
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """A real PostgreSQL server (Debian's package) on loopback, for the shared state store."""
-    import shutil
     import socket
     import subprocess
 
@@ -623,21 +302,3 @@ def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'shared-state.db'}"
     return str(request.getfixturevalue("postgres_url"))
-
-
-def chromium_dump_dom(page: Path, user_data: Path, timeout: int = 120) -> subprocess.CompletedProcess[str]:
-    """Render `page` in Debian's headless Chromium and return its DOM (stdout) and log (stderr).
-    Skips when Chromium is missing, except in CI where .ci/run installs it."""
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is missing in CI: .ci/run installs Debian's chromium")
-        pytest.skip("chromium not installed (apt-get install chromium)")
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-    flags += ["--disable-component-update", "--disable-sync", "--no-first-run", "--enable-logging=stderr", "--v=0"]
-    return subprocess.run(
-        [chromium, *flags, f"--user-data-dir={user_data}", "--dump-dom", page.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )

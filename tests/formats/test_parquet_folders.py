@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import sb_test_transforms as t
 from chispa import assert_df_equality
-from conftest import DRIFT, END, QUIET, START, TEST_CONF, _factory, metastore_conf
+from support import DRIFT, END, QUIET, START, TEST_CONF, factory, metastore_conf
 from typer.testing import CliRunner
 
 from shadow_backfill import Backfill, RefusedError, load_config
@@ -34,7 +34,7 @@ def _inodes(folder: Path) -> set[int]:
 @pytest.fixture
 def plain(tmp_path: Path, warehouse: Path, spark: Any) -> Any:
     """A dataset written the seeds' way (partitionBy, no tool), then backfilled and validated."""
-    make = _factory("parquet", tmp_path, warehouse, spark)
+    make = factory("parquet", tmp_path, warehouse, spark)
     root = warehouse / f"plain-{tmp_path.name}" / "events"
     bf = make(
         seed_live=False,
@@ -123,7 +123,7 @@ def test_a_metastore_switch_cut_short_is_finished_by_the_next_command(
     metastore with the test JVM); the next command must finish it and the catalog must agree."""
     ns = "p" + uuid.uuid4().hex[:10]
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {ns}")
-    make = _factory("parquet", tmp_path, warehouse, spark)
+    make = factory("parquet", tmp_path, warehouse, spark)
     conf = {**TEST_CONF, **metastore_conf(warehouse)}
     bf = make(live_table=f"{ns}.events", spark={"conf": conf}, transform={"function": "sb_test_transforms:events_v2"})
     assert bf.run(START, END).ok

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 from chispa import assert_df_equality
-from conftest import DRIFT, END, START, Backend, MakeBackfill, validated
 from pyspark.sql import functions as F
+from support import DRIFT, END, START, Backend, MakeBackfill, validated
 
 from shadow_backfill import Backfill
 from shadow_backfill.errors import ConfigError

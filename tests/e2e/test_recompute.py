@@ -6,8 +6,8 @@ import datetime as dt
 
 import sb_test_transforms as t
 from chispa import assert_df_equality
-from conftest import END, START, MakeBackfill
 from pyspark.sql import functions as F
+from support import END, START, MakeBackfill
 
 from shadow_backfill import Backfill
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from chispa import assert_df_equality
-from conftest import END, QUIET, START, Backend, MakeBackfill
+from support import END, QUIET, START, Backend, MakeBackfill
 from typer.testing import CliRunner
 
 from shadow_backfill import Backfill

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import END, START, MakeBackfill
+from support import END, START, MakeBackfill
 from typer.testing import CliRunner
 
 from shadow_backfill import ConfigError
@@ -69,6 +69,7 @@ def _versions(bf: Any) -> tuple[Any, ...]:
     return tuple(fmt.current_version(t) if fmt.exists(t) else None for t in (bf.live_table, bf.shadow_table))
 
 
+@pytest.mark.per_engine  # the format cannot change it
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_config_mistake_is_one_clear_line(make: MakeBackfill, case: Case) -> None:
     bf = make()

@@ -42,7 +42,7 @@ from typing import Any
 import pytest
 import sb_test_transforms as t
 from chispa import DataFramesNotEqualError, SchemasNotEqualError, assert_df_equality
-from conftest import END, QUIET, START, Backend, MakeBackfill, killable_cli_env, state_count
+from support import END, QUIET, START, Backend, MakeBackfill, killable_cli_env, state_count
 
 from shadow_backfill.formats.runtimes import spark_line
 

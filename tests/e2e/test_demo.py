@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import Backend
+from support import Backend
 from typer.testing import CliRunner
 
 from shadow_backfill.cli import app

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import chromium_dump_dom
 from markdown_it import MarkdownIt
+from support import chromium_dump_dom
 
 from shadow_backfill.report import ReportData, write_reports
 from shadow_backfill.state import VerdictRecord

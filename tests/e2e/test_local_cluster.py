@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import sb_test_transforms as t
 from chispa import assert_df_equality
-from conftest import END, QUIET, START, _factory, base_config
+from support import END, QUIET, START, base_config, factory
 
 pytestmark = pytest.mark.cluster
 
@@ -37,7 +37,7 @@ def test_pipeline_on_two_executor_jvms(cluster_spark: Any, tmp_path: Path, wareh
     )
     assert os.getpid() not in executor_pids and len(executor_pids) == 2, "work must run in two other JVMs"
 
-    bf = _factory("iceberg", tmp_path, warehouse, cluster_spark)(
+    bf = factory("iceberg", tmp_path, warehouse, cluster_spark)(
         transform={"function": "sb_test_transforms:nudged_with_one_bad_day"},
         validation=QUIET,
         spark={"master": "local-cluster[2,1,1024]"},

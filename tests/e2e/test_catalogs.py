@@ -2,9 +2,9 @@
 
 Each catalog setup below is a real catalog: Iceberg tables in Iceberg's HiveCatalog (`hms`) and
 Delta tables by name in the session catalog through delta-spark's DeltaCatalog, both over the
-test session's Hive metastore (Spark's embedded Hive 2.3 over Derby, `conftest.metastore_conf`);
+test session's Hive metastore (Spark's embedded Hive 2.3 over Derby, `support.metastore_conf`);
 and Iceberg tables in a REST catalog (`rest`: Iceberg's own REST catalog server from its test
-fixtures, on loopback, `conftest.rest_catalog`). The whole loop runs on each: seed by name,
+fixtures, on loopback, `conftest.rest_catalog` fixture). The whole loop runs on each: seed by name,
 recompute into a shadow created by name in the same catalog and namespace, validate, promote,
 roll back, and the catalog itself (plain `spark.table(name)`) sees every commit.
 """
@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 from chispa import assert_df_equality
-from conftest import DRIFT, QUIET, TEST_CONF, _factory, metastore_conf
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from support import DRIFT, QUIET, TEST_CONF, factory, metastore_conf
 
 from shadow_backfill import Backfill
 from shadow_backfill.config import parse_config
@@ -50,7 +50,7 @@ def named(request: pytest.FixtureRequest, spark: Any, tmp_path: Path, warehouse:
         conf.update(request.getfixturevalue("rest_catalog"))
     ns = "c" + uuid.uuid4().hex[:10]
     spark.sql(ddl.format(ns=ns))
-    make = _factory(fmt, tmp_path, warehouse, spark)
+    make = factory(fmt, tmp_path, warehouse, spark)
     return make(
         live_table=live.format(ns=ns),
         spark={"conf": conf},

@@ -7,8 +7,8 @@ import json
 import pytest
 import sb_test_transforms as t
 from chispa import assert_df_equality
-from conftest import DRIFT, END, QUIET, START, MakeBackfill, seed, validated
 from pyspark.sql import functions as F
+from support import DRIFT, END, QUIET, START, MakeBackfill, seed, validated
 from typer.testing import CliRunner
 
 from shadow_backfill import RefusedError, UsageError
@@ -19,6 +19,7 @@ def _same(a, b) -> None:
     assert_df_equality(a, b, ignore_row_order=True, ignore_nullable=True, ignore_column_order=True)
 
 
+@pytest.mark.smoke  # the one end-to-end scenario per backend on the second Spark line
 def test_promote_exactly_the_passing_partitions_then_roll_back(make: MakeBackfill) -> None:
     bf = validated(make)
     fmt = bf.table_format

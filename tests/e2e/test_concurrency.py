@@ -12,9 +12,9 @@ import pytest
 import sb_test_transforms as t
 import yaml
 from chispa import assert_df_equality
-from conftest import END, QUIET, START, MakeBackfill
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from support import END, QUIET, START, MakeBackfill
 
 from shadow_backfill import Backfill, RefusedError
 from shadow_backfill.config import load_config

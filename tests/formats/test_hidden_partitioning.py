@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import sb_test_transforms as t
 from chispa import assert_df_equality
-from conftest import QUIET, _factory
 from pyspark.sql import DataFrame
+from support import QUIET, factory
 
 from shadow_backfill import Backfill
 
@@ -34,7 +34,7 @@ SPECS = {
 def hidden(request: pytest.FixtureRequest, spark: Any, tmp_path: Path, warehouse: Path) -> Backfill:
     """A seeded live table partitioned by `<transform>(event_ts)` over the four periods."""
     transform, start, end = SPECS[request.param]
-    make = _factory("iceberg", tmp_path, warehouse, spark)
+    make = factory("iceberg", tmp_path, warehouse, spark)
     bf = make(
         seed_live=False,
         partition={"column": "event_ts", "granularity": request.param, "type": "timestamp"},

@@ -1,0 +1,245 @@
+"""The table backends every behaviour test runs on, and what a test may know about each."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from support.settings import CONNECT
+
+if TYPE_CHECKING:
+    from shadow_backfill import Backfill
+
+
+@dataclass(frozen=True, kw_only=True)
+class Backend:
+    """What the tests need to know about one table backend, and nothing the product knows."""
+
+    name: str  # the test id and config kind: "iceberg", "delta", "delta-sail", "iceberg-connect"
+    format: str  # config `format`
+    session_fixture: str  # the fixture holding this backend's Spark session
+    missing_table: str  # a live table name that does not exist
+    engine_error: str  # how an unforeseen engine error is named on the catch-all's one line
+    # Behaviour every backend should have that this one does not yet: key -> why. A test that
+    # meets one is a strict xfail (it fails the run as soon as the product fixes the gap).
+    gaps: tuple[tuple[str, str], ...] = ()
+    # A Spark Connect server runs a killed client's operations to their end (Sail stops them).
+    server_outlives_client: bool = False
+    # Situations that cannot arise on this backend: key -> why (the test is skipped, saying so).
+    inapplicable: tuple[tuple[str, str], ...] = ()
+
+    def remote(self) -> list[str]:
+        """The `--remote` option that puts a CLI command on this backend's engine."""
+        engine = self.name.partition("-")[2]
+        return {"sail": ["--remote", "sail"], "connect": ["--remote", CONNECT.get("url", "")]}.get(engine, [])
+
+    def known_gap(self, request: pytest.FixtureRequest, key: str) -> None:
+        """Mark the running test a strict xfail when this backend has gap `key`; skip it when the
+        situation `key` cannot arise on this backend."""
+        reason = dict(self.gaps).get(key)
+        if reason is not None:
+            request.applymarker(pytest.mark.xfail(reason=f"{self.name}: {reason}", strict=True))
+        why = dict(self.inapplicable).get(key)
+        if why is not None:
+            pytest.skip(f"{self.name}: {why}")
+
+    def alias(self, bf: Backfill) -> str:
+        """Another spelling of `bf.live_table` that resolves to the same table."""
+        raise NotImplementedError
+
+    def inside(self, bf: Backfill) -> str:
+        """A table name whose storage lies inside `bf.live_table`'s."""
+        raise NotImplementedError
+
+    def location(self, bf: Backfill, table: str) -> Path:
+        """The folder holding the table's files."""
+        raise NotImplementedError
+
+    def metadata_table(self, bf: Backfill) -> str:
+        """A name that reaches `bf.live_table`'s metadata (its history, its log), not a table."""
+        raise NotImplementedError
+
+    def data_files(self, bf: Backfill, table: str) -> list[Path]:
+        """The table's data files (not its log or metadata)."""
+        raise NotImplementedError
+
+    def drop(self, bf: Backfill, table: str) -> None:
+        """Drop the table as its owner would, behind the tool's back."""
+        raise NotImplementedError
+
+    def refresh(self, bf: Backfill) -> None:
+        """Forget what this session cached about bf's tables: another process wrote them."""
+
+    def commits(self, bf: Backfill, table: str) -> int:
+        """How many commits the table's log holds, read from its files (no Spark): a test that
+        kills a writer watches it to kill just after a commit has landed."""
+        raise NotImplementedError
+
+    def delete_data_files(self, bf: Backfill, table: str) -> None:
+        """The table's log still lists files that are gone (someone cleaned the bucket)."""
+        files = self.data_files(bf, table)
+        assert files, f"{table} has no data files to delete"
+        for f in files:
+            f.unlink()
+
+
+class IcebergClassic(Backend):
+    def alias(self, bf: Backfill) -> str:
+        """The same table through a second catalog over the same warehouse."""
+        spark = bf.spark
+        for k, v in {
+            "": "org.apache.iceberg.spark.SparkCatalog",
+            ".type": "hadoop",
+            ".warehouse": spark.conf.get("spark.sql.catalog.local.warehouse"),
+        }.items():
+            spark.conf.set(f"spark.sql.catalog.other{k}", v)
+        return "other." + bf.live_table.split(".", 1)[1]
+
+    def inside(self, bf: Backfill) -> str:
+        """A Hadoop-catalog table in namespace `<ns>.events`: its folder is under live's."""
+        return f"{bf.live_table}.shadow"
+
+    def metadata_table(self, bf: Backfill) -> str:
+        """Iceberg's metadata table of live's snapshots (readable, not writable)."""
+        return f"{bf.live_table}.snapshots"
+
+    def location(self, bf: Backfill, table: str) -> Path:
+        _, *parts = table.split(".")
+        return Path(bf.spark.conf.get("spark.sql.catalog.local.warehouse")).joinpath(*parts)
+
+    def data_files(self, bf: Backfill, table: str) -> list[Path]:
+        return sorted((self.location(bf, table) / "data").rglob("*.parquet"))
+
+    def drop(self, bf: Backfill, table: str) -> None:
+        bf.spark.sql(f"DROP TABLE {table} PURGE")
+
+    def commits(self, bf: Backfill, table: str) -> int:
+        """A Hadoop-catalog commit writes the next `v<N>.metadata.json`."""
+        return len(list((self.location(bf, table) / "metadata").glob("v*.metadata.json")))
+
+    def refresh(self, bf: Backfill) -> None:
+        """The Iceberg catalog caches loaded tables (cache-enabled): without this, a read after
+        another process's commit sees the snapshot this session loaded before it."""
+        for table in (bf.live_table, bf.shadow_table):
+            if bf.table_format.exists(table):
+                bf.spark.catalog.refreshTable(table)
+
+
+class DeltaPaths(Backend):
+    """Delta tables by path, on classic Spark (delta-spark) or over Spark Connect (Sail)."""
+
+    def alias(self, bf: Backfill) -> str:
+        """The same folder by another path (`..` through its parent)."""
+        live = Path(bf.live_table)
+        return f"{live.parent}/../{live.parent.name}/{live.name}"
+
+    def inside(self, bf: Backfill) -> str:
+        return f"{bf.live_table}/shadow"
+
+    def metadata_table(self, bf: Backfill) -> str:
+        """The folder of live's transaction log."""
+        return f"{bf.live_table}/_delta_log"
+
+    def location(self, bf: Backfill, table: str) -> Path:
+        return Path(bf.table_format.path(table))  # type: ignore[attr-defined]
+
+    def data_files(self, bf: Backfill, table: str) -> list[Path]:
+        root = self.location(bf, table)
+        return sorted(f for f in root.rglob("*.parquet") if "_delta_log" not in f.relative_to(root).parts)
+
+    def drop(self, bf: Backfill, table: str) -> None:
+        shutil.rmtree(self.location(bf, table))
+
+    def commits(self, bf: Backfill, table: str) -> int:
+        """A Delta commit is the next `_delta_log/<version>.json`."""
+        return len(list((self.location(bf, table) / "_delta_log").glob("*.json")))
+
+
+class ParquetPaths(DeltaPaths):
+    """Hive-style Parquet folders by path: the data files are the live folders' (not the kept
+    generations' under `_shadow_backfill/`), a commit is the next log file."""
+
+    def data_files(self, bf: Backfill, table: str) -> list[Path]:
+        root = self.location(bf, table)
+        return sorted(f for f in root.rglob("*.parquet") if "_shadow_backfill" not in f.relative_to(root).parts)
+
+    def commits(self, bf: Backfill, table: str) -> int:
+        return len(list((self.location(bf, table) / "_shadow_backfill" / "log").glob("*.json")))
+
+    def metadata_table(self, bf: Backfill) -> str:
+        """The folder of live's version log and kept generations."""
+        return f"{bf.live_table}/_shadow_backfill"
+
+
+# Each backend as keyword arguments: what a test can rely on, by name.
+CLASSIC_ERROR, SAIL_ERROR, CONNECT_ERROR = "Py4JJavaError", "QueryExecutionException", "SparkException"
+MISSING_PATH, MISSING_NAME = "/nonexistent/table", "local.nonexistent.table"
+ICEBERG = IcebergClassic(
+    name="iceberg",
+    format="iceberg",
+    session_fixture="spark",
+    missing_table=MISSING_NAME,
+    engine_error=CLASSIC_ERROR,
+)
+DELTA = DeltaPaths(
+    name="delta", format="delta", session_fixture="spark", missing_table=MISSING_PATH, engine_error=CLASSIC_ERROR
+)
+# Plain Parquet keeps no list of files: files deleted from a live folder are another writer's
+# change, which the format adopts as a version of its own (test_parquet_folders.py).
+NO_FILE_LIST = (("listed_files_gone", "a folder table lists no files; deleted files are another writer's change"),)
+PARQUET = ParquetPaths(
+    name="parquet",
+    format="parquet",
+    session_fixture="spark",
+    missing_table=MISSING_PATH,
+    engine_error=CLASSIC_ERROR,
+    inapplicable=NO_FILE_LIST,
+)
+DELTA_SAIL = DeltaPaths(
+    name="delta-sail", format="delta", session_fixture="sail_spark", missing_table=MISSING_PATH, engine_error=SAIL_ERROR
+)
+PARQUET_SAIL = ParquetPaths(
+    name="parquet-sail",
+    format="parquet",
+    session_fixture="sail_spark",
+    missing_table=MISSING_PATH,
+    engine_error=SAIL_ERROR,
+    inapplicable=NO_FILE_LIST,
+)
+# Spark 4.1's Connect server drops named SQL parameters when Iceberg's or Delta's SQL extension
+# parser is installed, even with the legacy binding setting that mends classic Spark 4.1.
+SQL_PARAMS_GAP = ("sql_parameters", "Spark 4.1 Connect with the Iceberg/Delta parsers leaves :partition unbound")
+ICEBERG_CONNECT = IcebergClassic(
+    name="iceberg-connect",
+    format="iceberg",
+    session_fixture="connect_spark",
+    missing_table=MISSING_NAME,
+    engine_error=CONNECT_ERROR,
+    gaps=(SQL_PARAMS_GAP,),
+    server_outlives_client=True,
+)
+DELTA_CONNECT = DeltaPaths(
+    name="delta-connect",
+    format="delta",
+    session_fixture="connect_spark",
+    missing_table=MISSING_PATH,
+    engine_error=CONNECT_ERROR,
+    gaps=(SQL_PARAMS_GAP,),
+    server_outlives_client=True,
+)
+BACKENDS = [
+    pytest.param(ICEBERG, id=ICEBERG.name, marks=pytest.mark.classic),
+    pytest.param(DELTA, id=DELTA.name, marks=pytest.mark.classic),
+    pytest.param(PARQUET, id=PARQUET.name, marks=pytest.mark.classic),
+    pytest.param(DELTA_SAIL, id=DELTA_SAIL.name, marks=pytest.mark.sail),
+    pytest.param(PARQUET_SAIL, id=PARQUET_SAIL.name, marks=pytest.mark.sail),
+    pytest.param(ICEBERG_CONNECT, id=ICEBERG_CONNECT.name, marks=pytest.mark.connect),
+    pytest.param(DELTA_CONNECT, id=DELTA_CONNECT.name, marks=pytest.mark.connect),
+]
+# A behaviour that the table format cannot change but the Spark engine can (validation's jobs,
+# reports from measured data) is tested on one backend per engine: tests marked `per_engine`.
+ENGINE_BACKENDS = (ICEBERG.name, DELTA_SAIL.name, ICEBERG_CONNECT.name)
