@@ -42,15 +42,19 @@ TIERS = ("unit", "formats", "e2e")
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """Each test gets its tier's marker from its folder, before `-m` selects (tryfirst); a test
-    marked `per_engine` keeps one backend per Spark engine (see `ENGINE_BACKENDS`)."""
+    marked `per_engine`, or run on the PostgreSQL state store, keeps one backend per Spark engine
+    (see `ENGINE_BACKENDS`)."""
     kept, dropped = [], []
     for item in items:
         tier = item.path.relative_to(TESTS).parts[0]
         if tier in TIERS:
             item.add_marker(getattr(pytest.mark, tier))
-        callspec = getattr(item, "callspec", None)
-        be = callspec.params.get("backend") if callspec is not None else None
-        if item.get_closest_marker("per_engine") and isinstance(be, Backend) and be.name not in ENGINE_BACKENDS:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        be = params.get("backend")
+        # The state store's dialect cannot change what a format does: PostgreSQL runs beside one
+        # backend per engine, SQLite beside all.
+        per_engine = item.get_closest_marker("per_engine") or params.get("state_url") == "postgresql"
+        if per_engine and isinstance(be, Backend) and be.name not in ENGINE_BACKENDS:
             dropped.append(item)
         else:
             kept.append(item)
