@@ -34,16 +34,6 @@ from shadow_backfill.formats.base import COMMIT_ID_PROPERTY, PARTITIONS_PROPERTY
 A, B, C = "2024-01-02", "2024-01-03", "2024-01-04"  # partitions of the seeded live table
 OUTSIDE = "2024-01-11"  # a partition the seed does not hold
 FOREIGN_ID = 999_999  # the id of the row another writer adds
-# Backends whose overwrite commits rows outside the partitions asked for (found by this file,
-# not yet in Backend.gaps, which another change owns): a strict xfail on exactly these, so the
-# run turns red as soon as the product refuses such rows there. Only the runner's own check
-# (transform.count_rows_by_partition) keeps such rows out of a shadow today.
-ICEBERG_STRAY = "DataFrameWriterV2.overwrite(condition) commits rows outside the condition"
-STRAY_ROWS_ACCEPTED = {
-    "iceberg": ICEBERG_STRAY,
-    "iceberg-connect": ICEBERG_STRAY,
-    "delta-sail": "Sail's replaceWhere commits rows outside the predicate (delta-spark refuses them)",
-}
 
 
 def _same(actual: DataFrame, expected: DataFrame) -> None:
@@ -148,8 +138,7 @@ def test_overwrite_refuses_rows_outside_its_partitions(
 ) -> None:
     """Rows for a partition not asked for would land in live unvalidated and unrecorded (the
     commit names only the partitions asked for): the write is refused and nothing is written."""
-    if (gap := STRAY_ROWS_ACCEPTED.get(backend.name)) is not None:
-        request.applymarker(pytest.mark.xfail(reason=f"{backend.name}: {gap}", strict=True))
+    backend.known_gap(request, "stray_rows_accepted")
     bf = make()
     fmt, live, keys = bf.table_format, bf.live_table, _all_keys(bf)
     before, commits = fmt.current_version(live), len(fmt.history(live))
