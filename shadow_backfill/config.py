@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from shadow_backfill.errors import ConfigError
+from shadow_backfill.errors import ConfigError, keep_secret
 from shadow_backfill.formats import FORMATS, spec
 
 _COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -498,5 +498,23 @@ def load_config(path: str | Path) -> BackfillConfig:
     if nested_deeper_than(data, MAX_CONFIG_DEPTH):
         raise ConfigError(f"{p}: nested more than {MAX_CONFIG_DEPTH} levels deep (through aliases)")
     cfg = parse_config(data, source=str(p), base_dir=p.parent)
+    keep_secret(*secret_settings(cfg.spark.conf))
     cfg.config_hash = hashlib.sha256(text.encode()).hexdigest()[:16]
     return cfg
+
+
+# The last part of a Spark setting's name that says its value is a secret: `fs.s3a.secret.key`,
+# `spark.ssl.keyPassword`, a catalog's `token` or `credential`.
+_SECRET_SETTING = re.compile(r"secret|password|passwd|pwd|token|credential|^key$", re.IGNORECASE)
+
+
+def secret_settings(conf: dict[str, str]) -> list[str]:
+    """Values of Spark settings that hold secrets, to be masked wherever an engine's message or
+    a traceback would quote them. Flags and numbers (`spark.authenticate.secret.file`'s
+    neighbours, `...token.enabled: true`) are not secrets, and masking "true" would shred every
+    message."""
+    return [
+        v
+        for k, v in conf.items()
+        if _SECRET_SETTING.search(k.rsplit(".", 1)[-1]) and v.lower() not in ("true", "false") and not v.isdigit()
+    ]

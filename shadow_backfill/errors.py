@@ -6,12 +6,16 @@ breaks, a refused write) exit with 1. Nothing is written before a usage error is
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 # Shorter secrets are not hunted for in free text: replacing every "ab" would shred the line
 # that names the real problem (the URL itself is masked whatever the password's length).
 MIN_SECRET_CHARS = 4
 _SECRETS: set[str] = set()
+# Names of settings whose value is a secret (libpq's password and sslpassword, object stores'
+# secret keys, catalogs' tokens and credentials).
+SECRET_NAME = re.compile(r"pass|pwd|secret|token|key|auth|cred", re.IGNORECASE)
 
 
 class ShadowBackfillError(Exception):

@@ -50,7 +50,9 @@ class ParquetFormat(TableFormat):
         super().__init__(spark, scheme, base_dir)
         self._logs: dict[str, FolderLog] = {}
         self._locations: dict[str, str] = {}  # metastore table name -> its location
-        self._pins: dict[str, Version] = {}  # table folder -> the version pinned for a read
+        # table folder -> the versions pinned for reads, innermost last (promotions of one
+        # Backfill object in several threads each pin the shadow: shared locks, one stack)
+        self._pins: dict[str, list[Version]] = {}
 
     @staticmethod
     def is_name(table: str) -> bool:
@@ -93,8 +95,8 @@ class ParquetFormat(TableFormat):
         dataset the tool has never seen gets version 0 from its folders. Inside `pinned`, the
         pinned version (the log's lock is not taken while pinned: see `FolderLog.moving`)."""
         pinned = self._pins.get(self.path(table))
-        if pinned is not None:
-            return pinned
+        if pinned:
+            return pinned[-1]
         log = self._log(table)
         with log.locked():
             latest = log.sync(lambda found: self._first_version(table, found))
@@ -179,12 +181,16 @@ class ParquetFormat(TableFormat):
         process in between would hand the job other data, or files that are gone. While pinned,
         no commit or `gc` of `table` moves or deletes a folder."""
         path = self.path(table)
+        self._latest(table)  # a dataset the tool has not seen yet gets its first version
         with self._log(table).pinned() as latest:
-            self._pins[path] = latest
+            stack = self._pins.setdefault(path, [])
+            stack.append(latest)
             try:
                 yield
             finally:
-                del self._pins[path]
+                stack.remove(latest)
+                if not stack:
+                    self._pins.pop(path, None)
 
     def read(self, table: str, version: int | None = None) -> DataFrame:
         return self._frame(table, version, None)

@@ -16,7 +16,15 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
-from shadow_backfill.errors import ConfigError, StateStoreError, WriteError, keep_secret, os_reason, redact
+from shadow_backfill.errors import (
+    SECRET_NAME,
+    ConfigError,
+    StateStoreError,
+    WriteError,
+    keep_secret,
+    os_reason,
+    redact,
+)
 from shadow_backfill.state.audit import AuditTrail
 from shadow_backfill.state.db import first_line
 from shadow_backfill.state.leases import Leases
@@ -29,7 +37,7 @@ SUPPORTED_DIALECTS = ("sqlite", "postgresql")
 # The userinfo as SQLAlchemy reads it (`user:password@`), and the query parameters whose value
 # is a secret (libpq's password and sslpassword, other drivers' tokens and keys).
 _USERINFO = re.compile(r"^(?P<user>[^:/]*):(?P<password>[^@]*)@")
-_SECRET_PARAM = re.compile(r"pass|pwd|secret|token|key|auth|cred", re.IGNORECASE)
+_SECRET_PARAM = SECRET_NAME
 
 
 class StateStore(Runs, Partitions, VerdictStore, AuditTrail, Leases):

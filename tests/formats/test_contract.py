@@ -267,7 +267,15 @@ def test_a_read_inside_pinned_works(make: MakeBackfill) -> None:
     with fmt.pinned(live):
         _same(fmt.read(live), _events(bf, _all_keys(bf)))
         assert fmt.current_version(live) == fmt.history(live)[-1].version
+        # Pins nest (promotions of one Backfill object in two threads both pin the shadow):
+        # leaving the inner one keeps the outer one.
+        with fmt.pinned(live):
+            _same(fmt.read(live), _events(bf, _all_keys(bf)))
+        _same(fmt.read(live), _events(bf, _all_keys(bf)))
     _same(fmt.read(live), _events(bf, _all_keys(bf)))
+    # Unpinned, the table is written as before.
+    fmt.overwrite_partitions(live, _events(bf, [A], v2=True), [A])
+    _same(fmt.read_partitions(live, [A]), _events(bf, [A], v2=True))
 
 
 def _staged(root: Path, key: str) -> set[Path]:

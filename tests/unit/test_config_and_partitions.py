@@ -281,3 +281,20 @@ def test_chunk_size_rule() -> None:
     assert choose_chunk_size(180, 2, rows_per_partition=200) == 90  # small partitions: one chunk per worker
     assert choose_chunk_size(180, 2, rows_per_partition=1_000_000) == 5  # 5M rows per job
     assert choose_chunk_size(180, 2, rows_per_partition=200, max_chunk=31) == 31
+
+
+def test_secret_spark_settings_are_masked_in_any_message(tmp_path: Path) -> None:
+    """An engine's error or a traceback that quotes a secret Spark setting prints it masked."""
+    from shadow_backfill import errors
+
+    errors._SECRETS.clear()
+    conf = {
+        "spark.hadoop.fs.s3a.secret.key": "s3-Secret-9",
+        "spark.sql.catalog.rest.token": "tok-Abc-1",
+        "spark.app.name": "visible-name",
+        "spark.sql.catalog.rest.token.enabled": "true",
+    }
+    load_config(write(tmp_path, {**GOOD, "spark": {"conf": conf}}))
+    line = errors.redact("failed with s3-Secret-9 and tok-Abc-1 for visible-name: true")
+    assert line == "failed with *** and *** for visible-name: true"
+    errors._SECRETS.clear()
