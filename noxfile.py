@@ -1,6 +1,7 @@
 """Developer sessions, one per test tier and Spark line.
 
 - `unit`: tests/unit, no PySpark imported (seconds); run it on every change.
+- `tests`: what CI runs, both Spark lines below, two pytest processes at a time.
 - `tests-spark4`: the default line (PySpark 4.1, its own virtualenv `.venv-spark4`): every tier
   on every backend (classic Spark, Sail, a real Spark Connect server) and the multi-executor test.
 - `tests-spark35`: the second line (PySpark 3.5, the current environment): the unit tier, the
@@ -9,111 +10,170 @@
   seeded kill points): what can differ between Spark lines is how Spark, its JVM and the
   formats' runtimes behave, which the contract, one full loop and the kills exercise; the rest of
   the suite tests the tool's own logic, the same on both lines.
-- `lint`, `typecheck`.
+- `lint`, `typecheck`, `times`, `bench`.
 
-Each pytest process writes a JUnit file under `.ci-results/`; `nox -s times` prints the seconds
-of each tier per line from them (`.ci/run` calls it last).
-"""
+Each pytest process writes a JUnit file under `.ci-results/` (and, run side by side, its output
+in a `.log` there); `nox -s times` prints the seconds of each tier per line from them (`.ci/run`
+calls it last)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import subprocess
+import tempfile
 import time
 import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["tests-spark35", "tests-spark4", "lint", "typecheck", "times"]
+nox.options.sessions = ["tests", "lint", "typecheck", "times"]
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 RESULTS = Path(".ci-results")
 
 CLASSIC = "not sail and not cluster and not connect"
+SPARK4_VENV = ".venv-spark4"
 # One pytest process per kind of Spark session (one Python process holds one kind): the classic
 # group (Iceberg, Delta with delta-spark, Parquet, and the classic-only tests), Sail, a real
 # Spark Connect server (Spark 4 only: Spark 3.5's server cannot be bound to loopback), and the
-# multi-executor test on local-cluster.
+# multi-executor test on local-cluster. Each entry: tiers, -m expression.
 LINES = {
     "4.1": [
         ("formats e2e", CLASSIC),
-        ("formats e2e", "sail"),
         ("formats e2e", "connect"),
+        ("formats e2e", "sail"),
         ("e2e", "cluster"),
     ],
     "3.5": [
-        ("formats", CLASSIC),
-        ("formats", "sail"),
-        # and the kill trials (`slow`) on classic Spark: each line kills at its own slice of the
-        # seeded kill points, so that CI as a whole covers twice as many on each classic backend
-        ("e2e", f"(smoke or slow) and ({CLASSIC})"),
-        ("e2e", "smoke and sail"),
+        # the format contract, one scenario per backend (`smoke`) and, on classic Spark, the kill
+        # trials (`slow`): each line kills at its own slice of the seeded kill points, so that CI
+        # as a whole covers twice as many on each classic backend
+        ("formats e2e", f"(formats or smoke or slow) and ({CLASSIC})"),
+        ("formats e2e", "(formats or smoke) and sail"),
     ],
 }
 
 
-def _pytest(session: nox.Session, python: str, name: str, paths: list[str], *args: str) -> None:
-    """One pytest process; its JUnit file is `.ci-results/<name>.xml` and its wall time is printed."""
+@dataclass(frozen=True)
+class Group:
+    """One pytest process: its name (its JUnit file is `.ci-results/<name>.xml`), interpreter,
+    test folders and pytest arguments."""
+
+    name: str
+    python: str
+    paths: tuple[str, ...]
+    args: tuple[str, ...] = ()
+
+    def command(self, posargs: list[str], basetemp: str) -> list[str]:
+        # --durations: the slowest tests in the log, where CI time goes
+        junit = f"--junitxml={RESULTS / self.name}.xml"
+        return [
+            self.python,
+            "-m",
+            "pytest",
+            *self.paths,
+            *self.args,
+            "--durations=10",
+            junit,
+            *posargs,
+            "-p",
+            "no:cacheprovider",
+            f"--basetemp={basetemp}",
+        ]
+
+
+def _groups(python: str, line: str) -> list[Group]:
+    groups = [Group(f"{line}-unit", python, ("tests/unit",))]
+    for tiers, mark in LINES[line]:
+        slug = mark.replace(" ", "-").replace("(", "").replace(")", "")
+        paths = tuple(f"tests/{t}" for t in tiers.split())
+        groups.append(Group(f"{line}-{tiers.replace(' ', '+')}-{slug}", python, paths, ("-m", mark)))
+    return groups
+
+
+def _run_group(session: nox.Session, group: Group, quiet: bool) -> bool:
+    """Run one group, its output in `.ci-results/<name>.log` when `quiet` (groups run side by
+    side), and say how long it took. Its temporary folder is its own, and goes when it passed."""
     RESULTS.mkdir(exist_ok=True)
+    basetemp = tempfile.mkdtemp(prefix=f"sb-{group.name}-")
     started = time.monotonic()
-    # the slowest tests in the log: where CI time goes
-    session.run(
-        python,
-        "-m",
-        "pytest",
-        *paths,
-        *args,
-        "--durations=10",
-        f"--junitxml={RESULTS / name}.xml",
-        *session.posargs,
-        external=True,
-    )
-    session.log(f"time: {name}: {time.monotonic() - started:.0f} s")
+    log = (RESULTS / f"{group.name}.log").open("w") if quiet else None
+    with log or contextlib.nullcontext():
+        code = subprocess.call(group.command(session.posargs, basetemp), stdout=log, stderr=subprocess.STDOUT)
+    if code == 0:
+        shutil.rmtree(basetemp, ignore_errors=True)
+    elif quiet:
+        print((RESULTS / f"{group.name}.log").read_text()[-20000:])
+    session.log(f"time: {group.name}: {time.monotonic() - started:.0f} s ({'passed' if code == 0 else 'FAILED'})")
+    return code == 0
 
 
-def _line(session: nox.Session, python: str, line: str) -> None:
-    _pytest(session, python, f"{line}-unit", ["tests/unit"])
-    for tiers, group in LINES[line]:
-        paths = [f"tests/{t}" for t in tiers.split()]
-        slug = group.replace(" ", "-").replace("(", "").replace(")", "")
-        _pytest(session, python, f"{line}-{tiers.replace(' ', '+')}-{slug}", paths, "-m", group)
+def _run_groups(session: nox.Session, groups: list[Group], workers: int) -> None:
+    """Run the groups `workers` at a time, in the order given (longest first), and fail the
+    session if one failed. Why two at a time on 2 cores: a pytest process of small Spark jobs
+    keeps the cores about 70% busy (it waits on JVM starts, its own polling and Spark's
+    scheduling); two side by side fill the gaps (the classic format tier of both lines: 243 s one
+    after the other, 195 s side by side)."""
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        passed = list(pool.map(lambda g: _run_group(session, g, quiet=workers > 1), groups))
+    failed = [g.name for g, ok in zip(groups, passed, strict=True) if not ok]
+    if failed:
+        session.error(f"failed: {', '.join(failed)}")
+
+
+def _spark4_python(session: nox.Session) -> str:
+    """PySpark 4.1's interpreter, in its own virtualenv `.venv-spark4` (made with the stock pip of
+    `python3 -m venv`, created once and then reused)."""
+    python = f"{SPARK4_VENV}/bin/python"
+    if not os.path.exists(python):
+        session.run("python3", "-m", "venv", SPARK4_VENV, external=True)
+    extras = [".[spark4,delta,sail,dev]", "pyspark[connect]>=4.1,<4.2"]
+    session.run(python, "-m", "pip", "install", "-q", "-e", *extras, external=True)
+    return python
+
+
+def _check_spark35(session: nox.Session) -> None:
+    import pyspark
+
+    if not pyspark.__version__.startswith("3.5."):
+        session.error(f"this session needs PySpark 3.5 in this environment, found {pyspark.__version__}")
 
 
 @nox.session(python=False)
 def unit(session: nox.Session) -> None:
     """The unit tier in the current environment: no JVM, no PySpark imported."""
-    _pytest(session, "python", "unit", ["tests/unit"])
+    _run_groups(session, [Group("unit", "python", ("tests/unit",))], workers=1)
 
 
 @nox.session(python=False, name="tests-spark35")
 def tests_spark35(session: nox.Session) -> None:
-    """The second line, PySpark 3.5, in the current environment (`pip install -e '.[spark35,...]'`)."""
-    import pyspark
-
-    if not pyspark.__version__.startswith("3.5."):
-        session.error(f"tests-spark35 needs PySpark 3.5 in this environment, found {pyspark.__version__}")
-    _line(session, "python", "3.5")
+    """The second line alone, PySpark 3.5, in the current environment (`pip install -e '.[spark35,...]'`)."""
+    _check_spark35(session)
+    _run_groups(session, _groups("python", "3.5"), workers=1)
 
 
 @nox.session(python=False, name="tests-spark4")
 def tests_spark4(session: nox.Session) -> None:
-    """The default line, PySpark 4.1, in its own virtualenv `.venv-spark4` (made with the stock
-    pip of `python3 -m venv`, created once and then reused)."""
-    venv = ".venv-spark4"
-    python = f"{venv}/bin/python"
-    if not os.path.exists(python):
-        session.run("python3", "-m", "venv", venv, external=True)
-    session.run(
-        python,
-        "-m",
-        "pip",
-        "install",
-        "-q",
-        "-e",
-        ".[spark4,delta,sail,dev]",
-        "pyspark[connect]>=4.1,<4.2",
-        external=True,
-    )
-    _line(session, python, "4.1")
+    """The default line alone, PySpark 4.1, in `.venv-spark4`."""
+    _run_groups(session, _groups(_spark4_python(session), "4.1"), workers=1)
+
+
+@nox.session(python=False)
+def tests(session: nox.Session) -> None:
+    """Both lines, every group, two pytest processes at a time (what CI runs). The longest groups
+    start first; the two classic groups start together, as they resolve their runtimes in
+    different Ivy caches (Spark 3.5's and 4.x's), and the Connect server, which resolves in 4.x's,
+    only once the 4.1 classic group has long started."""
+    _check_spark35(session)
+    spark4, spark35 = _groups(_spark4_python(session), "4.1"), _groups("python", "3.5")
+    classic4, connect4, sail4, cluster4 = spark4[1:]
+    classic35, sail35 = spark35[1:]
+    order = [classic4, classic35, connect4, sail4, cluster4, sail35, spark4[0], spark35[0]]
+    _run_groups(session, order, workers=2)
 
 
 @nox.session(python=False)

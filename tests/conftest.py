@@ -31,9 +31,10 @@ os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 TESTS = Path(__file__).parent
 sys.path.insert(0, str(TESTS))
 
+from support import class_archive  # noqa: E402
 from support.backends import BACKENDS, ENGINE_BACKENDS, Backend  # noqa: E402
 from support.processes import metastore_conf  # noqa: E402
-from support.settings import CONNECT, JARS, TEST_CONF, MakeBackfill, base_config, factory  # noqa: E402
+from support.settings import CLI_JVM, CONNECT, JARS, TEST_CONF, MakeBackfill, base_config, factory  # noqa: E402
 
 CLASSIC = "not sail and not cluster and not connect"  # the classic group's -m expression
 TIERS = ("unit", "formats", "e2e")
@@ -184,6 +185,9 @@ def spark(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     data["spark"]["conf"].update(metastore_conf(warehouse))
     session = open_session(parse_config(data, base_dir=warehouse))
     _link_jars(session, tmp_path_factory.mktemp("jars"))
+    if "dir" in JARS:
+        archive_warehouse = tmp_path_factory.mktemp("class-archive")
+        CLI_JVM["spark.driver.extraJavaOptions"] = class_archive.java_options(JARS["dir"], archive_warehouse)
     yield session
     session.stop()
 
@@ -225,7 +229,7 @@ def connect_spark(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> 
         pytest.fail("Spark Connect tests must run in their own process: pytest -m connect")
     log = tmp_path_factory.mktemp("connect-server") / "server.log"
     try:
-        server, CONNECT["url"] = connect_server.start(warehouse, log, TEST_CONF)
+        server, CONNECT["url"], CONNECT["ui"] = connect_server.start(warehouse, log, TEST_CONF)
     except RuntimeError as exc:
         pytest.fail(str(exc))
     session = open_session(parse_config(base_config("delta-connect", warehouse), base_dir=warehouse))

@@ -8,10 +8,12 @@ listens on every interface, so the tests start one only on Spark 4 (see README, 
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 import pyspark
@@ -43,23 +45,41 @@ def server_conf(warehouse: Path, extra: dict[str, str]) -> dict[str, str]:
         "spark.sql.catalog.local.warehouse": str(warehouse / "iceberg"),
         "spark.sql.warehouse.dir": str(warehouse / "spark"),
         "spark.sql.session.timeZone": "UTC",
-        "spark.ui.enabled": "false",
+        # The UI's REST API tells the kill trials when a killed client's work has ended on the
+        # server (`running_queries`); like every server here it binds to SPARK_LOCAL_IP, loopback.
+        "spark.ui.enabled": "true",
         "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{LOG4J}",
         **extra,
     }
 
 
-def start(warehouse: Path, log: Path, extra: dict[str, str], timeout_s: float = 600) -> tuple[subprocess.Popen, str]:
-    """Start the server and wait until it accepts connections; returns it and its sc:// URL.
-    Raises RuntimeError naming the log when it exits or does not listen in time."""
+def running_queries(ui: str) -> int:
+    """How many SQL executions the server is running now, from its UI's REST API: a Spark Connect
+    server runs a killed client's last request to its end, a commit included, and this says when
+    it has. Every execution is listed (the API's default page is the first 20)."""
+    with urllib.request.urlopen(f"{ui}/api/v1/applications", timeout=10) as r:
+        app = json.load(r)[0]["id"]
+    with urllib.request.urlopen(f"{ui}/api/v1/applications/{app}/sql?details=false&length=1000000", timeout=10) as r:
+        return sum(e["status"] == "RUNNING" for e in json.load(r))
+
+
+def start(
+    warehouse: Path, log: Path, extra: dict[str, str], timeout_s: float = 600
+) -> tuple[subprocess.Popen, str, str]:
+    """Start the server and wait until it accepts connections; returns it, its sc:// URL and its
+    UI's http:// URL. Raises RuntimeError naming the log when it exits or does not listen in time."""
     if spark_line().spark == "3.5":
         raise RuntimeError(
             "Spark 3.5's Connect server listens on every interface (no spark.connect.grpc.binding.address): "
             "the connect tests run on PySpark 4"
         )
     home = Path(pyspark.__file__).parent
-    port = _free_port()
-    conf = {**server_conf(warehouse, extra), "spark.connect.grpc.binding.port": str(port)}
+    port, ui_port = _free_port(), _free_port()
+    conf = {
+        **server_conf(warehouse, extra),
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.ui.port": str(ui_port),
+    }
     cmd = [str(home / "bin" / "spark-submit"), "--master", "local[2]", "--class", SERVER_CLASS]
     for k, v in conf.items():
         cmd += ["--conf", f"{k}={v}"]
@@ -72,7 +92,7 @@ def start(warehouse: Path, log: Path, extra: dict[str, str], timeout_s: float = 
             raise RuntimeError(f"the Spark Connect server exited with {proc.returncode}; see {log}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return proc, f"sc://127.0.0.1:{port}"
+                return proc, f"sc://127.0.0.1:{port}", f"http://127.0.0.1:{ui_port}"
         except OSError:
             time.sleep(0.5)
     proc.kill()

@@ -39,10 +39,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import connect_server
 import pytest
 import sb_test_transforms as t
 from chispa import DataFramesNotEqualError, SchemasNotEqualError, assert_df_equality
 from support import END, QUIET, START, Backend, MakeBackfill, killable_cli_env, state_count
+from support.settings import CONNECT
 
 from shadow_backfill.formats.runtimes import spark_line
 
@@ -63,6 +65,7 @@ SEED = 20261122
 DAYS = (dt.date.fromisoformat(END) - dt.date.fromisoformat(START)).days + 1  # partitions in START..END
 CHUNK_GAP_S = 0.5  # how far past the k-th written partition a recompute kill point may fall
 COMMIT_GAP_S = 0.5  # how far past the promotion's commit a kill point after it may fall
+SETTLE_S = 1.0  # how long a Connect server must stay idle before a killed promotion is judged
 # Partitions written so far (NULL until the run has started its first chunk), and whether a
 # promotion holds its locks, read from the run's state store.
 WRITTEN = "SELECT CASE WHEN sum(status IN ('running', 'written')) > 0 THEN sum(status = 'written') END FROM partitions"
@@ -223,7 +226,7 @@ def test_killed_promotion_is_all_or_nothing(make: MakeBackfill, backend: Backend
         how, seen = _kill_in_promotion(_cli(bf, "promote"), db, live_commits, point, lock_to_commit)
         lock_to_commit = seen if seen is not None else lock_to_commit
         if backend.server_outlives_client:
-            _settle(live_commits, max(5.0, 3 * (lock_to_commit or 0.0)))
+            _settle(live_commits)
         backend.refresh(bf)
         state = "before" if sorted(bf.read_live().collect()) == before else "after"
         outcomes.append(
@@ -241,14 +244,17 @@ def test_killed_promotion_is_all_or_nothing(make: MakeBackfill, backend: Backend
         assert _both_sides(outcomes), Counter(o["outcome"] for o in outcomes)
 
 
-def _settle(commits: Callable[[], int], quiet_s: float) -> None:
-    """Wait until the live log has had no new commit for `quiet_s`: a Spark Connect server runs a
-    killed client's promotion to its end, so live is judged (and recovered) once it has."""
+def _settle(commits: Callable[[], int]) -> None:
+    """Wait until the Spark Connect server has ended the killed client's last request: no SQL
+    execution running and no new commit in the live log for SETTLE_S (the margin covers a
+    request the server has received but not yet planned into an execution)."""
     last, since = commits(), time.monotonic()
-    while time.monotonic() - since < quiet_s:
+    deadline = since + 300
+    while time.monotonic() - since < SETTLE_S:
+        assert time.monotonic() < deadline, "the Spark Connect server still runs the killed client's work after 300 s"
         time.sleep(0.1)
-        if (now := commits()) != last:
-            last, since = now, time.monotonic()
+        if connect_server.running_queries(CONNECT["ui"]) or commits() != last:
+            last, since = commits(), time.monotonic()
 
 
 def _aimed(point: float, trial: int, outcomes: list[dict[str, Any]], lock_to_commit: float | None) -> float:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from shadow_backfill.config import load_config
+from support.class_archive import BASE_OPTIONS
 
 if TYPE_CHECKING:
     from shadow_backfill import Backfill
@@ -31,10 +32,11 @@ TEST_CONF = {
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
-# The JVMs of CLI processes the tests start live seconds: the quick JIT compiler only (C2 spends
-# more CPU compiling than those seconds win back) and the serial collector. The long-lived test
-# session keeps the JVM's defaults (its own `spark.driver.extraJavaOptions` replaces these).
-CLI_JVM = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
+# The JVM flags of CLI processes the tests start (`support.class_archive`: the quick JIT compiler,
+# the serial collector and, once the classic session has started, the class archive). The
+# long-lived test session keeps the JVM's defaults (its own `spark.driver.extraJavaOptions`
+# replaces these).
+CLI_JVM = {"spark.driver.extraJavaOptions": BASE_OPTIONS}
 # The classic session's resolved jars, linked into one folder once it has started: CLI processes
 # the tests start (kill trials, the killed run) get them by `spark.jars_dir`, as an offline user
 # does, instead of each asking Ivy again.
