@@ -19,17 +19,20 @@ if TYPE_CHECKING:
 
 TESTS = Path(__file__).resolve().parent.parent
 START, END = "2024-01-01", "2024-01-10"
-# Tiny data: few partitions, no adaptive re-planning, no generated code at all (interpreted
-# expressions: compiling code per query, then JIT-compiling it, costs more than it saves on a few
-# rows), Delta's log replayed in 2 tasks rather than 50. Measured on tests/e2e/test_recompute.py +
-# test_promote.py: 201 s -> 114 s; generated code off as well: test_promote.py 142 s -> 108 s.
+# Tiny data: one shuffle partition and one task per stage, no adaptive re-planning, no generated
+# code at all (interpreted expressions: compiling code per query, then JIT-compiling it, costs more
+# than it saves on a few rows), Delta's log replayed in one task rather than 50. Measured on
+# tests/e2e/test_recompute.py + test_promote.py: 201 s -> 114 s; generated code off as well:
+# test_promote.py 142 s -> 108 s; one task per stage rather than two: the classic format tier on
+# PySpark 4.1 144 s -> 112 s, its JVM's CPU 176 s -> 127 s (every task is a scheduling round,
+# a thread hand-off and its own small result on the driver, for a few rows).
 # $SB_TEST_SPARK_CONF (JSON) adds settings, to measure their effect.
 TEST_CONF = {
-    "spark.sql.shuffle.partitions": "2",
-    "spark.default.parallelism": "2",
+    "spark.sql.shuffle.partitions": "1",
+    "spark.default.parallelism": "1",
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.codegen.wholeStage": "false",
-    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.databricks.delta.snapshotPartitions": "1",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
 # The JVM flags of CLI processes the tests start (`support.class_archive`: the quick JIT compiler,
