@@ -195,6 +195,12 @@ class Promoter:
                 # Another writer committed to these partitions after the plan and the format
                 # refused our commit: plan again, refusing exactly what the other writer touched.
                 continue
+            except Exception as exc:
+                if not self.fmt.is_read_conflict(exc):
+                    raise
+                # A recompute committed to the shadow while our write planned its read of the
+                # validated version: nothing was written; plan again with that commit in view.
+                continue
         raise RefusedError(
             f"{self.config.live_table} kept changing while promoting ({MAX_REPLANS} attempts); nothing was written"
         )

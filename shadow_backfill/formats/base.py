@@ -276,6 +276,12 @@ class TableFormat(ABC):
         """True when the format refused a commit because another commit touched its partitions."""
         return False
 
+    def is_read_conflict(self, exc: BaseException) -> bool:
+        """True when a read of a pinned version failed only because another commit to the same
+        table landed while the read was planned: nothing was written, and planning again reads
+        (or refuses) with that commit in view."""
+        return False
+
     def partitions_touched(self, table: str, commit: Commit) -> list[str] | None:
         """The partition keys a commit added or removed data in; None when it cannot be told."""
         return None

@@ -277,6 +277,12 @@ class IcebergFormat(TableFormat):
         text = f"{type(exc).__name__}: {exc}"
         return "ValidationException" in text and "onflicting" in text
 
+    def is_read_conflict(self, exc: BaseException) -> bool:
+        # Iceberg's scan builder checks that the snapshot Spark resolved is the one the scan
+        # uses; a commit refreshing the shared table meanwhile (seen on Spark 4.1 Connect, a
+        # `run --force` of the shadow during a promotion) fails that check before any write.
+        return "Failed to enforce scan consistency" in f"{type(exc).__name__}: {exc}"
+
     # ---- reads --------------------------------------------------------------------------------
 
     def read(self, table: str, version: int | None = None) -> DataFrame:
