@@ -17,6 +17,7 @@ import urllib.request
 from pathlib import Path
 
 import pyspark
+from support.settings import TEST_JVM_OPTIONS
 
 from shadow_backfill.formats.runtimes import spark_line
 
@@ -48,7 +49,7 @@ def server_conf(warehouse: Path, extra: dict[str, str]) -> dict[str, str]:
         # The UI's REST API tells the kill trials when a killed client's work has ended on the
         # server (`running_queries`); like every server here it binds to SPARK_LOCAL_IP, loopback.
         "spark.ui.enabled": "true",
-        "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{LOG4J}",
+        "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{LOG4J} {TEST_JVM_OPTIONS}",
         **extra,
     }
 

@@ -1,16 +1,18 @@
-"""The class archive of the classic CLI JVMs (`support.class_archive`) is really mapped: a JVM that
-cannot map it falls back to loading every class from the jars without a word, and every kill
-trial would pay seconds again with no behaviour test noticing."""
+"""The JVM flags that keep the suite fast really take effect: a JVM that cannot map the class
+archive of the classic CLI JVMs (`support.class_archive`) falls back to loading every class from
+the jars without a word, and every kill trial would pay seconds again with no behaviour test
+noticing; a replaced `spark.driver.extraJavaOptions` would bring G1 back to the test session."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import START, MakeBackfill, killable_cli_env
-from support.settings import CLI_JVM, TEST_CONF
+from support.settings import CLI_JVM, TEST_CONF, TEST_JVM_OPTIONS
 
 pytestmark = pytest.mark.classic
 
@@ -30,3 +32,11 @@ def test_cli_jvm_loads_most_classes_from_the_archive(make_backfill: MakeBackfill
     # measured: 15,217 classes from the archive, 1,202 read from jars (PySpark 4.1)
     assert archived > 5000, f"only {archived} classes came from the archive ({from_jars} from jars)"
     assert archived > 5 * from_jars, f"{archived} classes came from the archive, {from_jars} from jars"
+
+
+def test_the_test_session_runs_the_parallel_collector(spark: Any) -> None:
+    """`TEST_JVM_OPTIONS` reaches the long-lived classic session's JVM (a later setting of
+    `spark.driver.extraJavaOptions` would replace it without a word, and G1 would be back)."""
+    beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    names = sorted(str(b.getName()) for b in beans)
+    assert names == ["PS MarkSweep", "PS Scavenge"], f"{TEST_JVM_OPTIONS} did not reach the session's JVM: {names}"

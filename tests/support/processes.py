@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from support.settings import TEST_JVM_OPTIONS
+
 if TYPE_CHECKING:
     from shadow_backfill import Backfill
 
@@ -53,7 +55,7 @@ def metastore_conf(warehouse: Path) -> dict[str, str]:
         "spark.hadoop.hive.metastore.schema.verification": "false",
         # Embedded Hive 2.3 has no lock tables: Iceberg commits by an atomic alter_table instead.
         "spark.hadoop.iceberg.engine.hive.lock-enabled": "false",
-        "spark.driver.extraJavaOptions": f"-Dderby.stream.error.file={warehouse / 'derby.log'}",
+        "spark.driver.extraJavaOptions": f"-Dderby.stream.error.file={warehouse / 'derby.log'} {TEST_JVM_OPTIONS}",
         "spark.sql.catalog.hms": "org.apache.iceberg.spark.SparkCatalog",
         "spark.sql.catalog.hms.type": "hive",
         "spark.sql.catalog.hms.warehouse": str(warehouse / "hms"),
