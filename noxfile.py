@@ -1,7 +1,8 @@
 """Developer sessions, one per test tier and Spark line.
 
 - `unit`: tests/unit, no PySpark imported (seconds); run it on every change.
-- `tests`: what CI runs, both Spark lines below, two pytest processes at a time.
+- `tests`: what CI runs, both Spark lines below and the static checks (ruff, mypy), two
+  processes at a time.
 - `tests-spark4`: the default line (PySpark 4.1, its own virtualenv `.venv-spark4`): every tier
   on every backend (classic Spark, Sail, a real Spark Connect server) and the multi-executor test.
 - `tests-spark35`: the second line (PySpark 3.5, the current environment): the unit tier, the
@@ -31,7 +32,7 @@ from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["tests", "lint", "typecheck", "times"]
+nox.options.sessions = ["tests", "times"]
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 RESULTS = Path(".ci-results")
 
@@ -61,15 +62,19 @@ LINES = {
 
 @dataclass(frozen=True)
 class Group:
-    """One pytest process: its name (its JUnit file is `.ci-results/<name>.xml`), interpreter,
-    test folders and pytest arguments."""
+    """One process of a lane: a pytest process (its name: its JUnit file is
+    `.ci-results/<name>.xml`; interpreter, test folders, pytest arguments), or, given `argv`,
+    a static check run as it is (ruff, mypy)."""
 
     name: str
     python: str
-    paths: tuple[str, ...]
+    paths: tuple[str, ...] = ()
     args: tuple[str, ...] = ()
+    argv: tuple[str, ...] = ()
 
     def command(self, posargs: list[str], basetemp: str) -> list[str]:
+        if self.argv:
+            return list(self.argv)
         # --durations: the slowest tests in the log, where CI time goes
         junit = f"--junitxml={RESULTS / self.name}.xml"
         return [
@@ -173,20 +178,33 @@ def tests_spark4(session: nox.Session) -> None:
     _run_lanes(session, [_groups(_spark4_python(session), "4.1")])
 
 
+# The static checks, as `nox -s lint typecheck` runs them; `tests` runs them in a lane too.
+LINT = [("ruff", "check", "."), ("ruff", "format", "--check", "--exclude", "*.md", ".")]
+TYPECHECK = ("mypy", "shadow_backfill")
+STATIC = [
+    Group("lint", "python", argv=("python", "-m", *LINT[0])),
+    Group("format", "python", argv=("python", "-m", *LINT[1])),
+    Group("typecheck", "python", argv=("python", "-m", *TYPECHECK)),
+]
+
+
 @nox.session(python=False)
 def tests(session: nox.Session) -> None:
-    """Both lines, every group, in two lanes of about equal length (what CI runs; seconds of
-    each group when paired, measured: 4.1 e2e classic about 780, 4.1 Connect 580, 3.5 classic
-    360, 4.1 Sail 180, 4.1 format tier classic 160). The 4.1 venv's install runs beside the 3.5
+    """Both lines, every group, and the static checks (ruff, mypy), in two lanes of about equal
+    length (what CI runs; seconds of
+    each group when paired, measured: 4.1 e2e classic about 880, 4.1 Connect 540, 3.5 classic
+    430, 4.1 Sail 230, 4.1 format tier classic 170, cluster 30). The 4.1 venv's install runs beside the 3.5
     classic group; the 4.1 classic group starts while the 3.5 one runs (they resolve their
     runtimes in different Ivy caches, Spark 3.5's and 4.x's), and the groups that resolve in
     4.x's (the Connect server, the 4.1 format tier) start long after it. Measured in a fresh-clone
-    CI run: lane 1 about 1,080 s, lane 2 1,044 s, CI 1,149 s in all."""
+    CI run (before ruff and mypy moved into lane 1): lane 1 about 1,170 s, lane 2 1,135 s, CI
+    1,238 s in all."""
     _check_spark35(session)
     unit4, formats4, e2e4, connect4, sail4, cluster4 = _groups(f"{SPARK4_VENV}/bin/python", "4.1")
     unit35, classic35, sail35 = _groups("python", "3.5")
-    # lane 1 starts with the 3.5 groups that need no 4.1 venv, while that venv is installed
-    lanes = [[sail35, unit35, e2e4, sail4, cluster4, unit4], [classic35, connect4, formats4]]
+    # lane 1 starts with what needs no 4.1 venv (the 3.5 Sail and unit groups, ruff and mypy)
+    # while that venv is installed
+    lanes = [[sail35, unit35, *STATIC, e2e4, sail4, unit4], [classic35, connect4, formats4, cluster4]]
     with ThreadPoolExecutor(max_workers=1) as installer:
         _run_lanes(session, lanes, ready=installer.submit(_spark4_python, session))
 
@@ -208,13 +226,13 @@ def times(session: nox.Session) -> None:
 
 @nox.session(python=False)
 def lint(session: nox.Session) -> None:
-    session.run("ruff", "check", ".")
-    session.run("ruff", "format", "--check", "--exclude", "*.md", ".")
+    for argv in LINT:
+        session.run(*argv)
 
 
 @nox.session(python=False)
 def typecheck(session: nox.Session) -> None:
-    session.run("mypy", "shadow_backfill")
+    session.run(*TYPECHECK)
 
 
 @nox.session(python=False)

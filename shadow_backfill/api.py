@@ -19,7 +19,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from shadow_backfill.config import BackfillConfig, load_config
 from shadow_backfill.errors import TableNotFoundError, UsageError, WriteError, os_reason
-from shadow_backfill.formats import TableFormat, format_for
+from shadow_backfill.formats import format_for
+from shadow_backfill.formats.base import TableFormat
 from shadow_backfill.ledger import reconcile
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.promote import Promoter, PromotionPlan
@@ -29,7 +30,8 @@ from shadow_backfill.rollback import Rollback
 from shadow_backfill.session import ensure_warehouse, open_session
 from shadow_backfill.state import PartitionRecord, PromotionRecord, StateStore, VerdictRecord
 from shadow_backfill.transform import Transform, load_transform
-from shadow_backfill.validate import ValidationResult, Validator
+from shadow_backfill.validate.validator import ValidationResult, Validator
+from shadow_backfill.vocabulary import CheckStatus
 
 
 @dataclass
@@ -268,7 +270,7 @@ class Backfill:
         checked = self.validate(start, end, partitions)
         plan: PromotionPlan | None = None
         rec: PromotionRecord | None = None
-        passing = [v.partition for v in checked.verdicts if v.verdict == "pass"]
+        passing = [v.partition for v in checked.verdicts if v.verdict == CheckStatus.PASS]
         if promote and passing:
             plan, rec = self.promote(passing)
         reports = self.report(report_dir or self.config.base_dir / "report")

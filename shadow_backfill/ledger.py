@@ -20,8 +20,7 @@ from dataclasses import replace
 from pyspark.sql import DataFrame
 
 from shadow_backfill.errors import RefusedError
-from shadow_backfill.formats import TableFormat
-from shadow_backfill.formats.base import PARTITIONS_PROPERTY, Commit, LiveChangedError, Written
+from shadow_backfill.formats.base import PARTITIONS_PROPERTY, Commit, LiveChangedError, TableFormat, Written
 from shadow_backfill.state import PROMOTE, PromotionRecord, StateStore, current_user, lock_owner, utcnow
 
 KIND = "shadow-backfill.kind"

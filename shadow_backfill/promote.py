@@ -19,12 +19,12 @@ from pyspark.sql.types import StructType
 
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import RefusedError, TableNotFoundError, UsageError
-from shadow_backfill.formats import TableFormat
-from shadow_backfill.formats.base import PARTITIONS_PROPERTY, Commit, LiveChangedError
+from shadow_backfill.formats.base import PARTITIONS_PROPERTY, Commit, LiveChangedError, TableFormat
 from shadow_backfill.ledger import live_partition_locks, new_id, reconcile, write_and_record
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.schema import diff_schemas
 from shadow_backfill.state import PROMOTE, PromotionRecord, StateStore, VerdictRecord
+from shadow_backfill.vocabulary import CheckStatus
 
 
 @dataclass
@@ -103,9 +103,9 @@ class Promoter:
             v = verdicts.get(k)
             if v is None:
                 refused[k] = "not validated"
-            elif v.verdict == "fail":
+            elif v.verdict == CheckStatus.FAIL:
                 refused[k] = "verdict fail: " + "; ".join(c.message for c in v.reasons[:2])
-            elif v.verdict == "warn" and not allow_warn:
+            elif v.verdict == CheckStatus.WARN and not allow_warn:
                 refused[k] = "verdict warn (set promote.allow_warn or pass --allow-warn): " + "; ".join(
                     c.message for c in v.reasons[:2]
                 )

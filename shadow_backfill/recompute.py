@@ -24,11 +24,12 @@ from pyspark.sql.types import StructType
 from shadow_backfill.chunking import choose_chunk_size
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import ConfigError, RefusedError, TableNotFoundError, TransformError
-from shadow_backfill.formats import TableFormat
+from shadow_backfill.formats.base import TableFormat
 from shadow_backfill.ledger import CODE_FINGERPRINT, KIND
 from shadow_backfill.partitions import PartitionScheme
-from shadow_backfill.state import FAILED, WRITTEN, StateStore, lock_owner
+from shadow_backfill.state import StateStore, lock_owner
 from shadow_backfill.transform import Transform, align_to_schema, count_rows_by_partition
+from shadow_backfill.vocabulary import PartitionStatus, RunStatus
 
 MAX_COMMIT_CONFLICTS = 20
 
@@ -145,7 +146,11 @@ class Recompute:
         self._check_live()
         records = self.store.records(self.shadow)
         fp = self.transform.fingerprint
-        other = sorted(k for k, r in records.items() if r.status == WRITTEN and r.code_fingerprint not in (None, fp))
+        other = sorted(
+            k
+            for k, r in records.items()
+            if r.status == PartitionStatus.WRITTEN and r.code_fingerprint not in (None, fp)
+        )
         if other and not options.allow_code_change:
             old = records[other[0]].code_fingerprint
             raise RefusedError(
@@ -156,7 +161,10 @@ class Recompute:
         to_do = [
             k
             for k in requested
-            if options.force or k not in records or records[k].status != WRITTEN or records[k].code_fingerprint != fp
+            if options.force
+            or k not in records
+            or records[k].status != PartitionStatus.WRITTEN
+            or records[k].code_fingerprint != fp
         ]
         return requested, to_do
 
@@ -202,7 +210,9 @@ class Recompute:
             # A run that finished between our plan and our leases has written some already.
             fresh = self.store.records(self.shadow, to_do)
             done = {
-                k for k, r in fresh.items() if r.status == WRITTEN and r.code_fingerprint == self.transform.fingerprint
+                k
+                for k, r in fresh.items()
+                if r.status == PartitionStatus.WRITTEN and r.code_fingerprint == self.transform.fingerprint
             }
             result.skipped += [k for k in to_do if k in done]
             to_do = [k for k in to_do if k not in done]
@@ -241,10 +251,10 @@ class Recompute:
             self._start(run_id, args, result.chunks[0])
             self.store.mark_running(self.shadow, result.chunks[0], run_id, self.transform.fingerprint)
             self.store.mark_failed(self.shadow, result.chunks[0], first_line(exc), run_id)
-            self.store.finish_run(run_id, FAILED)
+            self.store.finish_run(run_id, RunStatus.FAILED)
             raise
         self._start(run_id, args, to_do)
-        status = FAILED
+        status = RunStatus.FAILED
         stop = threading.Event()
         heartbeat = threading.Thread(target=self._heartbeat, args=(owner, ttl, stop), daemon=True)
         heartbeat.start()
@@ -265,7 +275,7 @@ class Recompute:
                     for f in futures:
                         f.cancel()
                     raise
-            status = "succeeded" if result.ok else FAILED
+            status = RunStatus.SUCCEEDED if result.ok else RunStatus.FAILED
         finally:
             stop.set()
             self.store.finish_run(run_id, status)
@@ -371,11 +381,11 @@ class Recompute:
                     with self._lock:
                         for k in keys:
                             result.failed[k] = message
-                    return FAILED
+                    return PartitionStatus.FAILED
                 self.store.mark_written(self.shadow, written, version, run_id, fp, time.monotonic() - started)
                 with self._lock:
                     result.written.update(written)
-                return WRITTEN
+                return PartitionStatus.WRITTEN
         finally:
             with self._lock:
                 self._in_flight -= 1

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import ConfigError, SessionError, WriteError, os_reason
 from shadow_backfill.formats import format_class
+from shadow_backfill.formats.settings import SessionSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -99,6 +100,12 @@ def is_connect(spark: Any) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
+def session_settings(config: BackfillConfig) -> SessionSettings:
+    """What the table formats read of the config to set up a classic session."""
+    jars_dir = config.resolve(config.spark.jars_dir) if config.spark.jars_dir is not None else None
+    return SessionSettings(jars_dir, config.spark.catalog, dict(config.spark.conf), config.warehouse)
+
+
 def open_session(config: BackfillConfig) -> SparkSession:
     """The session a config asks for; reuses the process's active session when there is one.
     PySpark is imported here, not with the module: config checks (`check_master`) run without it."""
@@ -130,7 +137,7 @@ def open_session(config: BackfillConfig) -> SparkSession:
     log4j = Path(__file__).with_name("resources") / "log4j2.properties"
     conf["spark.driver.extraJavaOptions"] = f"-Dlog4j.configurationFile=file:{log4j}"
     conf["spark.sql.warehouse.dir"] = str(config.warehouse / "spark")
-    conf.update(format_class(config.format).session_conf(config))
+    conf.update(format_class(config.format).session_conf(session_settings(config)))
     if "spark.jars.packages" in conf:
         conf["spark.jars.ivySettings"] = str(IVY_SETTINGS)
     conf.update(config.spark.conf)

@@ -168,13 +168,14 @@ def spark(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         pytest.fail(f'classic Spark tests must run in their own process: pytest -m "{CLASSIC}"')
     from shadow_backfill.config import parse_config
     from shadow_backfill.formats import format_class
-    from shadow_backfill.session import open_session
+    from shadow_backfill.session import open_session, session_settings
 
     # One classic session serves both classic backends (Iceberg and Delta): the Iceberg config's
     # session with delta-spark's jars, extension and catalog added.
     data = base_config("iceberg", warehouse)
-    iceberg = format_class("iceberg").session_conf(parse_config(data, base_dir=warehouse))
-    delta = format_class("delta").session_conf(parse_config(base_config("delta", warehouse), base_dir=warehouse))
+    iceberg = format_class("iceberg").session_conf(session_settings(parse_config(data, base_dir=warehouse)))
+    delta_config = parse_config(base_config("delta", warehouse), base_dir=warehouse)
+    delta = format_class("delta").session_conf(session_settings(delta_config))
     data["spark"]["conf"].update(
         {
             **delta,

@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from shadow_backfill.cli.output import console, fail, out
+from shadow_backfill.vocabulary import CheckStatus
 
 STATUS_STYLE = {"written": "green", "running": "yellow", "pending": "dim", "failed": "red"}
 VERDICT_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red"}
@@ -58,7 +59,7 @@ def status_table(table_name: str, rows: list[dict[str, Any]]) -> Table:
 
 def failed_validation(result: Any) -> str:
     """The error line of a failed gate names the partitions, so a CI log says what to look at."""
-    failed = [v.partition for v in result.verdicts if v.verdict == "fail"]
+    failed = [v.partition for v in result.verdicts if v.verdict == CheckStatus.FAIL]
     more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
     return f"{len(failed)} partition(s) failed validation: {', '.join(failed[:5])}{more}"
 
@@ -84,10 +85,10 @@ def print_verdicts(result: Any) -> None:
 
 def skipped_note(verdicts: list[Any]) -> str:
     """Small partitions pass without any distribution test: say so, and what to do about it."""
-    parts = [v for v in verdicts if any(c.status == "skipped" for c in v.checks)]
+    parts = [v for v in verdicts if any(c.status == CheckStatus.SKIPPED for c in v.checks)]
     if not parts:
         return ""
-    n = sum(1 for v in parts for c in v.checks if c.status == "skipped")
+    n = sum(1 for v in parts for c in v.checks if c.status == CheckStatus.SKIPPED)
     return (
         f"note: {n} distribution checks in {len(parts)} partition(s) were not judged (too few rows); "
         "bound the intended change with validation.expected_changes (see the README)\n"

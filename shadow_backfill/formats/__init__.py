@@ -1,9 +1,10 @@
 """Table formats behind one interface, and the one registry of them.
 
 Config validation, the CLI's choices and the demo ask this registry; nothing outside
-`formats/` names a format. Adding a backend = one module with a :class:`TableFormat` subclass
-plus one :class:`FormatSpec` entry below. The classes are imported lazily (this module is
-imported by `config.py`, and Delta users need no Iceberg and back).
+`formats/` names a format. Adding a backend = one module with a `formats.base.TableFormat`
+subclass plus one :class:`FormatSpec` entry below. This module imports no format and no Spark
+(`config.py` imports it, and Delta users need no Iceberg and back): `format_class` imports a
+format's module when it is asked for, and the interface is imported from `formats.base`.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from shadow_backfill.formats.base import Commit, TableFormat
+    from shadow_backfill.formats.base import TableFormat
     from shadow_backfill.partitions import PartitionScheme
 
-__all__ = ["FORMATS", "Commit", "FormatSpec", "TableFormat", "format_class", "format_for", "format_names", "spec"]
+__all__ = ["FORMATS", "FormatSpec", "format_class", "format_for", "format_names", "spec"]
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
@@ -103,13 +104,3 @@ def format_class(name: str) -> type[TableFormat]:
 
 def format_for(name: str, spark: SparkSession, scheme: PartitionScheme, base_dir: Path) -> TableFormat:
     return format_class(name)(spark, scheme, base_dir)
-
-
-def __getattr__(name: str) -> Any:
-    # `from shadow_backfill.formats import TableFormat, Commit` without importing Spark-facing
-    # code when config.py imports the registry.
-    if name in ("Commit", "TableFormat"):
-        from shadow_backfill.formats import base
-
-        return getattr(base, name)
-    raise AttributeError(name)

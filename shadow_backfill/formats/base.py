@@ -21,8 +21,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import ConfigError, RefusedError, SessionError
+from shadow_backfill.formats.settings import SessionSettings
 from shadow_backfill.partitions import PartitionScheme
 
 COMMIT_ID_PROPERTY = "shadow-backfill.commit-id"
@@ -34,11 +34,11 @@ def empty_frame(spark: SparkSession, schema: StructType) -> DataFrame:
     return spark.range(0).select(*[F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields])
 
 
-def user_jars(config: BackfillConfig) -> str | None:
+def user_jars(settings: SessionSettings) -> str | None:
     """The jars in `spark.jars_dir` as a `spark.jars` value; None when no folder is configured."""
-    if config.spark.jars_dir is None:
+    jars_dir = settings.jars_dir
+    if jars_dir is None:
         return None
-    jars_dir = config.resolve(config.spark.jars_dir)
     jars = sorted(glob.glob(str(jars_dir / "*.jar")))
     if not jars:
         raise SessionError(f"spark.jars_dir {str(jars_dir)!r} holds no .jar files")
@@ -121,7 +121,7 @@ class TableFormat(ABC):
     validates_conflicts: bool = False
 
     @classmethod
-    def session_conf(cls, config: BackfillConfig) -> dict[str, str]:
+    def session_conf(cls, settings: SessionSettings) -> dict[str, str]:
         """Settings a *classic* Spark session needs for this format (jars, catalogs, extensions)."""
         return {}
 

@@ -27,7 +27,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import ConfigError
 from shadow_backfill.formats.base import (
     COMMIT_ID_PROPERTY,
@@ -40,6 +39,7 @@ from shadow_backfill.formats.base import (
     user_jars,
 )
 from shadow_backfill.formats.runtimes import spark_line
+from shadow_backfill.formats.settings import SessionSettings
 from shadow_backfill.partitions import PartitionScheme
 
 DELTA_EXTENSIONS = {
@@ -82,11 +82,11 @@ class DeltaFormat(TableFormat):
         self._locations: dict[str, str] = {}  # catalog name -> location
 
     @classmethod
-    def session_conf(cls, config: BackfillConfig) -> dict[str, str]:
+    def session_conf(cls, settings: SessionSettings) -> dict[str, str]:
         """Jars: a user folder if given, else delta-spark for this Spark line (see `runtimes.py`),
         fetched by Spark from Maven Central at first start."""
         conf = dict(DELTA_EXTENSIONS)
-        if (jars := user_jars(config)) is not None:
+        if (jars := user_jars(settings)) is not None:
             conf["spark.jars"] = jars
         else:
             conf["spark.jars.packages"] = spark_line().delta

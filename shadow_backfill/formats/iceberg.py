@@ -19,7 +19,6 @@ from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import ConfigError
 from shadow_backfill.formats.base import (
     COMMIT_ID_PROPERTY,
@@ -33,6 +32,7 @@ from shadow_backfill.formats.base import (
     user_jars,
 )
 from shadow_backfill.formats.runtimes import spark_line
+from shadow_backfill.formats.settings import SessionSettings
 
 _TRANSFORM = re.compile(r"^(years|months|days|hours)\((\w+)\)$")
 _UNITS = {"year": "years", "month": "months", "day": "days", "hour": "hours"}  # field suffix -> transform
@@ -79,24 +79,24 @@ class IcebergFormat(TableFormat):
     validates_conflicts = True
 
     @classmethod
-    def session_conf(cls, config: BackfillConfig) -> dict[str, str]:
+    def session_conf(cls, settings: SessionSettings) -> dict[str, str]:
         """Jars: a user folder if given, else the official Iceberg runtime for this Spark line
         (see `runtimes.py`), fetched by Spark from Maven Central at first start."""
         conf: dict[str, str] = {}
-        if (jars := user_jars(config)) is not None:
+        if (jars := user_jars(settings)) is not None:
             conf["spark.jars"] = jars
         else:
             conf["spark.jars.packages"] = spark_line().iceberg
         conf["spark.sql.extensions"] = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
-        cat = f"spark.sql.catalog.{config.spark.catalog}"
-        if cat not in config.spark.conf:
+        cat = f"spark.sql.catalog.{settings.catalog}"
+        if cat not in settings.user_conf:
             # The embedded Hadoop catalog only when the user has not configured this name: a
             # Hive metastore, REST, Glue or Nessie catalog in `spark.conf` is used as it is.
             conf.update(
                 {
                     cat: "org.apache.iceberg.spark.SparkCatalog",
                     f"{cat}.type": "hadoop",
-                    f"{cat}.warehouse": str(config.warehouse / "iceberg"),
+                    f"{cat}.warehouse": str(settings.warehouse / "iceberg"),
                 }
             )
         return conf

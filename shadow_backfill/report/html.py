@@ -23,6 +23,7 @@ from typing import Any
 
 from shadow_backfill.report.model import ReportData
 from shadow_backfill.state import VerdictRecord
+from shadow_backfill.vocabulary import VERDICTS, CheckStatus
 
 COLOURS = {"pass": "#2e9e5b", "warn": "#e0a400", "fail": "#d64545"}
 NO_VERDICT = "#e4e4e4"
@@ -173,7 +174,7 @@ def _fmt(v: Any, pct: bool = False, share: bool = False) -> str:
 def _checks_table(v: VerdictRecord) -> str:
     """The checks that made the verdict, then the ones not judged (grey "skipped"), so a check
     that was skipped never reads as passed."""
-    shown = [*v.reasons, *(c for c in v.checks if c.status == "skipped")]
+    shown = [*v.reasons, *(c for c in v.checks if c.status == CheckStatus.SKIPPED)]
     if not shown:
         return ""
     body = "".join(
@@ -293,7 +294,7 @@ def _distribution_plots(v: VerdictRecord) -> list[str]:
 def _partition_detail(v: VerdictRecord) -> str:
     """One partition's drill-down: why it got its verdict, what changed, and example rows."""
     rows = v.metrics.get("rows", {})
-    skipped = sum(1 for c in v.checks if c.status == "skipped")
+    skipped = sum(1 for c in v.checks if c.status == CheckStatus.SKIPPED)
     keys = v.metrics.get("keys", {})
     key_line = ""
     if "added" in keys:
@@ -304,7 +305,7 @@ def _partition_detail(v: VerdictRecord) -> str:
         )
     return (
         f'<details class="partition" id="p-{e(v.partition)}" data-verdict="{e(v.verdict)}"'
-        f"{' open' if v.verdict == 'fail' else ''}>"
+        f"{' open' if v.verdict == CheckStatus.FAIL else ''}>"
         f'<summary><span class="{e(v.verdict)}">■</span> {e(v.partition)} — {e(v.verdict)} '
         f'<span class="muted">rows {e(rows.get("live"))} → {e(rows.get("shadow"))}, {len(v.reasons)} reason(s)'
         f"{f', {skipped} skipped' if skipped else ''}</span>"
@@ -464,11 +465,9 @@ def _mean_charts(verdicts: Sequence[VerdictRecord], legend: str) -> str:
 def render_html(data: ReportData) -> str:
     """The whole report as one self-contained page (inline CSS, SVG and one hashed script)."""
     s = data.summary
-    skipped = sum(1 for v in data.verdicts for c in v.checks if c.status == "skipped")
+    skipped = sum(1 for v in data.verdicts for c in v.checks if c.status == CheckStatus.SKIPPED)
     skipped_note = f" · {skipped} checks skipped (not enough rows)" if skipped else ""
-    summary = "".join(
-        f'<span style="background:{COLOURS[k]}">{e(s.get(k, 0))} {k}</span>' for k in ("pass", "warn", "fail")
-    )
+    summary = "".join(f'<span style="background:{COLOURS[k]}">{e(s.get(k, 0))} {k}</span>' for k in VERDICTS)
     details = "".join(_partition_detail(v) for v in data.verdicts)
     payload = _json_in_script({"partitions": len(data.verdicts), "summary": s})
     legend = (

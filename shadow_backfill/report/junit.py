@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from shadow_backfill.report.model import ReportData
-from shadow_backfill.validate.check import FAIL, SKIPPED, WARN
+from shadow_backfill.vocabulary import CheckStatus
 
 # ElementTree escapes <, > and & but writes control characters as they are, and XML 1.0 has no
 # way to carry them: one in a data value would make the whole file unreadable to CI.
@@ -25,8 +25,8 @@ def x(value: Any) -> str:
 
 def render_junit(data: ReportData) -> str:
     cases = [(v, c) for v in data.verdicts for c in v.checks]
-    failures = sum(1 for _, c in cases if c.status == FAIL)
-    skipped = sum(1 for _, c in cases if c.status == SKIPPED)
+    failures = sum(1 for _, c in cases if c.status == CheckStatus.FAIL)
+    skipped = sum(1 for _, c in cases if c.status == CheckStatus.SKIPPED)
     suites = ET.Element(
         "testsuites", name="shadow-backfill", tests=str(len(cases)), failures=str(failures), skipped=str(skipped)
     )
@@ -42,12 +42,12 @@ def render_junit(data: ReportData) -> str:
     )
     for v, c in cases:
         case = ET.SubElement(suite, "testcase", classname=x(f"partition.{v.partition}"), name=x(c.id))
-        if c.status == FAIL:
+        if c.status == CheckStatus.FAIL:
             failure = ET.SubElement(case, "failure", message=x(c.message), type=x(c.name))
             failure.text = x(f"observed {c.observed!r}; threshold {c.threshold}")
-        elif c.status == SKIPPED:  # not judged (too few rows): CI shows it as skipped
+        elif c.status == CheckStatus.SKIPPED:  # not judged (too few rows): CI shows it as skipped
             ET.SubElement(case, "skipped", message=x(c.message))
-        elif c.status == WARN:
+        elif c.status == CheckStatus.WARN:
             ET.SubElement(case, "system-out").text = x(f"WARN: {c.message}")
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

@@ -17,6 +17,7 @@ from typing import Any
 
 from shadow_backfill.report.model import ReportData
 from shadow_backfill.state import VerdictRecord
+from shadow_backfill.vocabulary import CheckStatus
 
 ICON = {"pass": "✅", "warn": "⚠️", "fail": "❌"}
 
@@ -89,7 +90,7 @@ def _worst_samples(bad: Sequence[VerdictRecord], partitions: int = 10, per_parti
     """The first samples (the validator orders them most important first) of the first failing
     partitions: a few concrete rows say more than a mean."""
     rows = []
-    for v in [v for v in bad if v.verdict == "fail"][:partitions]:
+    for v in [v for v in bad if v.verdict == CheckStatus.FAIL][:partitions]:
         samples = v.metrics.get("samples")
         for s in (samples if isinstance(samples, list) else [])[:per_partition]:
             if not isinstance(s, dict):
@@ -122,10 +123,10 @@ def render_markdown(data: ReportData, max_rows: int = 50) -> str:
         f"({md(data.table_format)}; report {_code(data.report_id)})",
         "",
     ]
-    skipped = sum(1 for v in data.verdicts for c in v.checks if c.status == "skipped")
+    skipped = sum(1 for v in data.verdicts for c in v.checks if c.status == CheckStatus.SKIPPED)
     if skipped:
         lines += [f"{skipped} checks skipped (not enough rows to judge).", ""]
-    bad = [v for v in data.verdicts if v.verdict != "pass"]
+    bad = [v for v in data.verdicts if v.verdict != CheckStatus.PASS]
     if not bad:
         lines.append("Every partition passed.")
         return "\n".join(lines) + "\n"

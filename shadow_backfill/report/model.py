@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shadow_backfill.state import VerdictRecord
+from shadow_backfill.vocabulary import VERDICTS
 
 SCHEMA_VERSION = 2
 
@@ -24,9 +25,9 @@ class ReportData:
 
     @property
     def summary(self) -> dict[str, int]:
-        out = {"pass": 0, "warn": 0, "fail": 0}
+        out = dict.fromkeys(map(str, VERDICTS), 0)
         for v in self.verdicts:
-            out[v.verdict] = out.get(v.verdict, 0) + 1
+            out[str(v.verdict)] = out.get(str(v.verdict), 0) + 1
         return out
 
     @property

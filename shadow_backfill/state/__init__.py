@@ -8,19 +8,15 @@ leases); `StateStore` composes them, and the names below are what the rest of th
 from shadow_backfill.state.audit import PROMOTE, ROLLBACK, PromotionRecord
 from shadow_backfill.state.db import current_user, utcnow
 from shadow_backfill.state.leases import lock_owner
-from shadow_backfill.state.partitions import FAILED, PENDING, RUNNING, WRITTEN, PartitionRecord
+from shadow_backfill.state.partitions import PartitionRecord
 from shadow_backfill.state.schema import metadata
 from shadow_backfill.state.store import SUPPORTED_DIALECTS, StateStore, parse_state_url
 from shadow_backfill.state.verdicts import VerdictRecord
 
 __all__ = [
-    "FAILED",
-    "PENDING",
     "PROMOTE",
     "ROLLBACK",
-    "RUNNING",
     "SUPPORTED_DIALECTS",
-    "WRITTEN",
     "PartitionRecord",
     "PromotionRecord",
     "StateStore",

@@ -18,15 +18,14 @@ from sqlalchemy import Update, select, update
 
 from shadow_backfill.state.db import Db, aware, current_user, from_row, plain, upsert, utcnow
 from shadow_backfill.state.schema import partitions, runs
-
-PENDING, RUNNING, WRITTEN, FAILED = "pending", "running", "written", "failed"
+from shadow_backfill.vocabulary import PartitionStatus, RunStatus
 
 
 @dataclass(frozen=True)
 class PartitionRecord:
     shadow_table: str
     partition: str
-    status: str
+    status: PartitionStatus
     rows: int | None
     shadow_version: int | None
     code_fingerprint: str | None
@@ -45,6 +44,7 @@ def _partition(r: Any) -> PartitionRecord:
     return from_row(
         PartitionRecord,
         r,
+        status=PartitionStatus(r["status"]),
         attempts=r["attempts"] or 0,
         started_at=aware(r["started_at"]),
         finished_at=aware(r["finished_at"]),
@@ -76,7 +76,7 @@ class Runs(Db):
                     live_table=live_table,
                     config_hash=config_hash,
                     code_fingerprint=code_fingerprint,
-                    status=RUNNING,
+                    status=RunStatus.RUNNING,
                     user=current_user(),
                     host=socket.gethostname(),
                     args=json.dumps(dict(args), default=str),
@@ -84,7 +84,7 @@ class Runs(Db):
                 )
             )
 
-    def finish_run(self, run_id: str, status: str) -> None:
+    def finish_run(self, run_id: str, status: RunStatus) -> None:
         with self._begin() as c:
             c.execute(update(runs).where(runs.c.run_id == run_id).values(status=status, finished_at=utcnow()))
 
@@ -110,7 +110,7 @@ class Partitions(Db):
                     {
                         "shadow_table": shadow_table,
                         "partition": k,
-                        "status": PENDING,
+                        "status": PartitionStatus.PENDING,
                         "run_id": run_id,
                         "attempts": 0,
                         "updated_at": now,
@@ -125,7 +125,7 @@ class Partitions(Db):
         with self._begin() as c:
             c.execute(
                 _update(shadow_table, keys).values(
-                    status=RUNNING,
+                    status=PartitionStatus.RUNNING,
                     run_id=run_id,
                     code_fingerprint=fingerprint,
                     error=None,
@@ -150,7 +150,7 @@ class Partitions(Db):
             for k, n in rows_by_key.items():
                 c.execute(
                     _update(shadow_table, [k]).values(
-                        status=WRITTEN,
+                        status=PartitionStatus.WRITTEN,
                         rows=n,
                         shadow_version=version,
                         run_id=run_id,
@@ -167,6 +167,6 @@ class Partitions(Db):
         with self._begin() as c:
             c.execute(
                 _update(shadow_table, keys).values(
-                    status=FAILED, error=error[:4000], run_id=run_id, finished_at=now, updated_at=now
+                    status=PartitionStatus.FAILED, error=error[:4000], run_id=run_id, finished_at=now, updated_at=now
                 )
             )

@@ -12,13 +12,13 @@ from sqlalchemy import select
 
 from shadow_backfill.state.db import Db, aware, upsert, utcnow
 from shadow_backfill.state.schema import verdicts
-from shadow_backfill.validate.check import Check, reasons
+from shadow_backfill.vocabulary import Check, CheckStatus, reasons
 
 
 @dataclass(frozen=True)
 class VerdictRecord:
     partition: str
-    verdict: str
+    verdict: CheckStatus
     checks: list[Check]
     metrics: dict[str, Any]
     shadow_version: int | None
@@ -66,7 +66,7 @@ class VerdictStore(Db):
         return {
             r["partition"]: VerdictRecord(
                 partition=r["partition"],
-                verdict=r["verdict"],
+                verdict=CheckStatus(r["verdict"]),
                 checks=[Check.from_dict(c) for c in json.loads(r["checks"])],
                 metrics=json.loads(r["metrics"]),
                 shadow_version=r["shadow_version"],

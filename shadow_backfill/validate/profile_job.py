@@ -13,12 +13,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
+from shadow_backfill.validate.capabilities import engine_capabilities
 from shadow_backfill.validate.measurements import ColumnPlan, PartitionProfile
 from shadow_backfill.validate.plan import QUANTILES, SIDE, K, as_text, is_side, side_name
 
 Edges = dict[str, dict[str, list[float]]]  # partition text -> numeric column -> live deciles
-
-_array_percentiles_work: bool | None = None  # Sail (DataFusion) has only the scalar form
 
 DECILE_SAMPLE = 10_000  # live rows per partition the deciles are taken from, at least
 
@@ -66,29 +65,15 @@ def _collect(union: DataFrame, plan: ColumnPlan, aggs: list[Column], every: int,
     own: `percentile_approx` is an object aggregate, and inside the one grouping it took every
     count and sum off Spark's fast hash aggregation (profile at 4.05 M rows per side: 6.8 s,
     against 4.6 s apart and 1.7 s without deciles). The deciles come as one array when the
-    engine can (one sort per column instead of nine); learn once per process whether it can."""
-    global _array_percentiles_work
-
-    def collect(array_form: bool) -> list[Row]:
-        profile = union.groupBy(K, SIDE).agg(*aggs)
-        if not plan.numeric:
-            return as_text(profile).collect()
-        x = [F.col(c).cast("double") for c in plan.numeric]
-        deciles = [_live_deciles(c, array_form=array_form).alias(f"__q_{i}") for i, c in enumerate(x)]
-        live = _live_rows(union, every, sample_by).groupBy(K).agg(*deciles).withColumn(SIDE, F.lit(False))
-        return as_text(profile.unionByName(live, allowMissingColumns=True)).collect()
-
-    if not plan.numeric or _array_percentiles_work:
-        return collect(True)
-    if _array_percentiles_work is False:
-        return collect(False)
-    try:
-        rows = collect(True)
-    except Exception:
-        _array_percentiles_work = False
-        return collect(False)
-    _array_percentiles_work = True
-    return rows
+    engine can (one sort per column instead of nine: `engine_capabilities`)."""
+    profile = union.groupBy(K, SIDE).agg(*aggs)
+    if not plan.numeric:
+        return as_text(profile).collect()
+    array_form = engine_capabilities(union.sparkSession).array_percentiles
+    x = [F.col(c).cast("double") for c in plan.numeric]
+    deciles = [_live_deciles(c, array_form=array_form).alias(f"__q_{i}") for i, c in enumerate(x)]
+    live = _live_rows(union, every, sample_by).groupBy(K).agg(*deciles).withColumn(SIDE, F.lit(False))
+    return as_text(profile.unionByName(live, allowMissingColumns=True)).collect()
 
 
 def _read(row: Row, prof: PartitionProfile, plan: ColumnPlan, extra: Mapping[str, Column], edges: Edges) -> None:

@@ -96,23 +96,52 @@ def kstwo_sf(d: float, n: int) -> float:
     one-sided sum above; both grow with n, to 12-20 ms a call at n = 22,500 (90 ms at 100,000),
     which made the p-values 2.3 s of a 22 s validation at 45,000 rows per partition, the more
     the larger the partitions. scipy itself takes Pelz and Good's asymptotic series over
-    100,000 (in the first region); from n = 1,000 the series is within 1e-8 of the exact value
-    wherever p >= 1e-10 (relative 1.4e-3 at worst at n = 1,000, 1e-5 from 22,500), so it is
-    taken there; smaller p-values, where 1 - CDF runs out of digits, stay exact. scipy keeps
-    the series in a private module: if that ever moves, every value is exact, only slower.
+    100,000 (in the first region), but keeps it private; `pelz_good_cdf` is that series. From
+    n = 1,000 it is within 1e-8 of the exact value wherever p >= 1e-10 (relative 1.4e-3 at
+    worst at n = 1,000, 1e-5 from 22,500), so it is taken there; smaller p-values, where
+    1 - CDF runs out of digits, stay exact. `tests/unit/test_stats.py` holds it to scipy's.
     """
     from scipy.stats import kstwo
 
     if n >= PELZ_GOOD_FROM and n * d > 1.0 and n * d * d < 18.0:
-        try:
-            from scipy.stats._ksstats import _kolmogn_PelzGood
-        except ImportError:  # pragma: no cover - a scipy without it
-            pass
-        else:
-            p = 1.0 - float(_kolmogn_PelzGood(n, d, cdf=True))
-            if p >= PELZ_GOOD_DOWN_TO:
-                return min(1.0, p)
+        p = 1.0 - pelz_good_cdf(n, d)
+        if p >= PELZ_GOOD_DOWN_TO:
+            return min(1.0, p)
     return float(kstwo.sf(d, n))
+
+
+def pelz_good_cdf(n: int, d: float) -> float:
+    """P(D_n <= d), the two-sided one-sample Kolmogorov statistic, by Pelz and Good's (1976)
+    series: the expansion K0(z) + K1(z)/n**0.5 + K2(z)/n + K3(z)/n**1.5 in z = d * n**0.5, each
+    term a theta-function sum over odd m = 2k - 1 of exp(-m**2 pi**2 / (8 z**2)) (K2 and K3 add
+    one over all k of exp(-k**2 pi**2 / (2 z**2))). Simard and L'Ecuyer (2011, J. Stat. Softw.
+    39(11)) give the terms; it serves 0 < d < 1 and z**2 < 18, where `kstwo_sf` takes it."""
+    z = math.sqrt(n) * d
+    z2 = z * z
+    z4, z6, pi2 = z2 * z2, z2 * z2 * z2, math.pi**2
+    k1 = (-z2, pi2 / 4)
+    k2 = (6 * z6 + 2 * z4, (2 * z4 - 5 * z2) * pi2 / 4, pi2 * pi2 * (1 - 2 * z2) / 16)
+    k3 = (
+        -30 * z6 - 90 * z4 * z4,
+        pi2 * (135 * z4 - 96 * z6) / 4,
+        pi2**2 * (212 * z4 - 60 * z2) / 16,
+        pi2**3 * (5 - 30 * z2) / 64,
+    )
+    odd = [0.0, 0.0, 0.0, 0.0]
+    every = [0.0, 0.0]
+    for k in range(1, math.ceil(16 * z / math.pi) + 1):
+        m2 = (2 * k - 1) ** 2
+        w = math.exp(-m2 * pi2 / (8 * z2))
+        for i, coeffs in enumerate(((1.0,), k1, k2, k3)):
+            odd[i] += w * sum(c * m2**j for j, c in enumerate(coeffs))
+        v = k * k * math.exp(-k * k * pi2 / (2 * z2))
+        every[0] += v
+        every[1] += (3 * z2 - pi2 * k * k) * v
+    root = math.sqrt(2 * math.pi)
+    terms = [root * t / b for t, b in zip(odd, (z, 6 * z4, 72 * z4 * z2 * z, 6480 * z4 * z6), strict=True)]
+    terms[2] -= pi2 * root * every[0] / (36 * z2 * z)
+    terms[3] += pi2 * root * every[1] / (216 * z6)
+    return sum(t / n ** (i / 2) for i, t in enumerate(terms))
 
 
 def chi2_pvalue(live: Mapping[str, int], shadow: Mapping[str, int]) -> float:

@@ -16,9 +16,9 @@ from pyspark.sql import SparkSession
 
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import ConfigError, TableNotFoundError, UsageError
-from shadow_backfill.formats import TableFormat
+from shadow_backfill.formats.base import TableFormat
 from shadow_backfill.partitions import PartitionScheme
-from shadow_backfill.state import WRITTEN, StateStore
+from shadow_backfill.state import StateStore
 from shadow_backfill.validate.drift import DriftProfiler
 from shadow_backfill.validate.expectations import (
     evaluate_fast,
@@ -29,7 +29,8 @@ from shadow_backfill.validate.expectations import (
 )
 from shadow_backfill.validate.profile_job import decile_every
 from shadow_backfill.validate.suites import Suite, check_columns, load_suites
-from shadow_backfill.validate.verdict import FAIL, PASS, WARN, Check, Judge, PartitionVerdict
+from shadow_backfill.validate.verdict import Check, Judge, PartitionVerdict
+from shadow_backfill.vocabulary import VERDICTS, CheckStatus, PartitionStatus
 
 
 @dataclass
@@ -44,14 +45,14 @@ class ValidationResult:
 
     @property
     def counts(self) -> dict[str, int]:
-        out = {PASS: 0, WARN: 0, FAIL: 0}
+        out = dict.fromkeys(map(str, VERDICTS), 0)
         for v in self.verdicts:
-            out[v.verdict] += 1
+            out[str(v.verdict)] += 1
         return out
 
     @property
     def ok(self) -> bool:
-        return not any(v.verdict == FAIL for v in self.verdicts)
+        return not any(v.verdict == CheckStatus.FAIL for v in self.verdicts)
 
 
 @dataclass
@@ -94,7 +95,7 @@ class Validator:
         )
 
         records = self.store.records(cfg.shadow, keys)
-        written = [k for k in keys if k in records and records[k].status == WRITTEN]
+        written = [k for k in keys if k in records and records[k].status == PartitionStatus.WRITTEN]
         result = ValidationResult(uuid.uuid4().hex[:12], shadow_version, live_version)
         for k in keys:
             if k not in written:
@@ -102,12 +103,12 @@ class Validator:
                 result.verdicts.append(
                     PartitionVerdict(
                         k,
-                        FAIL,
+                        CheckStatus.FAIL,
                         [
                             Check(
                                 "recompute",
                                 None,
-                                FAIL,
+                                CheckStatus.FAIL,
                                 status,
                                 "status written",
                                 f"partition is not written ({status})",

@@ -13,16 +13,19 @@ from typing import Any
 from shadow_backfill.config import PValue, Threshold, ValidationSpec
 from shadow_backfill.validate import stats
 from shadow_backfill.validate.changes import column_changes
-from shadow_backfill.validate.check import FAIL, PASS, SKIPPED, WARN, Check, reasons, worst
 from shadow_backfill.validate.measurements import ColumnPlan, Outcome, PartitionProfile
+from shadow_backfill.vocabulary import Check, CheckStatus, reasons, worst
 
-__all__ = ["FAIL", "PASS", "SKIPPED", "WARN", "Check", "Judge", "PartitionVerdict", "grade", "worst"]
+__all__ = ["Check", "CheckStatus", "Judge", "PartitionVerdict", "grade", "worst"]
+
+# What a partition with no live counterpart gets, by the `missing_live` policy.
+MISSING_LIVE = {"suites_only": CheckStatus.PASS, "needs_approval": CheckStatus.WARN, "fail": CheckStatus.FAIL}
 
 
 @dataclass
 class PartitionVerdict:
     partition: str
-    verdict: str
+    verdict: CheckStatus
     checks: list[Check] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
 
@@ -41,26 +44,26 @@ class PartitionVerdict:
         }
 
 
-def grade(value: float | None, th: Threshold) -> str:
+def grade(value: float | None, th: Threshold) -> CheckStatus:
     """fail when the value exceeds `fail`, warn when it exceeds `warn`; equal to a bound passes."""
     if value is None:
-        return PASS
+        return CheckStatus.PASS
     if th.fail is not None and value > th.fail:
-        return FAIL
+        return CheckStatus.FAIL
     if th.warn is not None and value > th.warn:
-        return WARN
-    return PASS
+        return CheckStatus.WARN
+    return CheckStatus.PASS
 
 
-def grade_pvalue(p: float | None, th: PValue) -> str:
+def grade_pvalue(p: float | None, th: PValue) -> CheckStatus:
     """A significance test: fail when the p-value is below `fail`, warn below `warn`."""
     if p is None:
-        return PASS
+        return CheckStatus.PASS
     if th.fail is not None and p < th.fail:
-        return FAIL
+        return CheckStatus.FAIL
     if th.warn is not None and p < th.warn:
-        return WARN
-    return PASS
+        return CheckStatus.WARN
+    return CheckStatus.PASS
 
 
 def _fmt(th: Threshold | PValue) -> str:
@@ -107,21 +110,21 @@ class Judge:
 
     def _policy(self, checks: list[Check], name: str, column: str | None, values: list[str], what: str) -> None:
         policy = self.spec.policy(name, column)
-        status = PASS if not values or policy == PASS else policy
+        status = CheckStatus.PASS if not values else CheckStatus(policy)
         msg = f"{what}: {values[:10]}" if values else f"no {what}"
         checks.append(Check(name, column, status, values, f"policy {policy}", msg))
 
     def judge(self, prof: PartitionProfile, outcomes: list[Outcome]) -> PartitionVerdict:
         checks: list[Check] = []
         for o in outcomes:
-            status = PASS if o.success else o.severity
+            status = CheckStatus.PASS if o.success else CheckStatus(o.severity)
             checks.append(
                 Check(o.expectation, None, status, _jsonable(o.observed), "expectation", f"{o.expectation}: {o.detail}")
             )
         changes = column_changes(prof, self.plan)
         if prof.live_missing:
             policy = self.spec.missing_live
-            status = {"suites_only": PASS, "needs_approval": WARN, "fail": FAIL}[policy]
+            status = MISSING_LIVE[policy]
             msg = f"no live partition to compare with (policy {policy})"
             checks.append(Check("live_missing", None, status, 0, f"policy {policy}", msg))
         else:
@@ -203,7 +206,7 @@ class Judge:
             if n < spec.min_rows_for_distribution:
                 need = f"needs {spec.min_rows_for_distribution} rows per side"
                 msg = f"{what}: not enough rows ({n} < {spec.min_rows_for_distribution})"
-                checks.append(Check(name, c, SKIPPED, _num(value), need, msg))
+                checks.append(Check(name, c, CheckStatus.SKIPPED, _num(value), need, msg))
             elif spec.column_override(name, c) is None and (name == "drift_pvalue") == (
                 n >= spec.min_rows_for_distance
             ):
@@ -213,7 +216,7 @@ class Judge:
                     else f"below {spec.min_rows_for_distance} rows per side the {pvalue_test} judges"
                 )
                 msg = f"{what} {_shown(value)} (reported only: {regime})"
-                checks.append(Check(name, c, PASS, _num(value), "reported only", msg))
+                checks.append(Check(name, c, CheckStatus.PASS, _num(value), "reported only", msg))
             else:
                 self._metric(checks, name, c, value, what, th)
 
@@ -224,7 +227,7 @@ class Judge:
             if c in self.spec.expected_changes or self.spec.ignored(c):
                 continue
             n, matched = changes[c]["changed"] or 0, changes[c]["matched"] or 0
-            status = PASS if n == 0 or policy == "ignore" else policy
+            status = CheckStatus.PASS if n == 0 or policy == "ignore" else CheckStatus(policy)
             msg = f"{c!r} is equal on all {matched} matched keys within tolerance"
             if n:
                 msg = f"{c!r} changed on {n} of {matched} matched keys, but is not in expected_changes"

@@ -24,6 +24,7 @@ from support import DRIFT, QUIET, TEST_CONF, factory, metastore_conf
 from shadow_backfill import Backfill
 from shadow_backfill.config import parse_config
 from shadow_backfill.formats import format_class
+from shadow_backfill.session import session_settings
 
 pytestmark = pytest.mark.classic
 
@@ -98,8 +99,9 @@ def test_a_catalog_the_user_configured_is_used_as_it_is(tmp_path: Path) -> None:
     """The embedded Hadoop catalog is added only under a name the user has not configured."""
     cfg = {"live_table": "local.db.events", "format": "iceberg", "partition": {"column": "ds"}}
     cfg["transform"] = {"function": "m:f"}
-    own = format_class("iceberg").session_conf(parse_config(cfg, base_dir=tmp_path))
+    own = format_class("iceberg").session_conf(session_settings(parse_config(cfg, base_dir=tmp_path)))
     assert own["spark.sql.catalog.local.type"] == "hadoop"
     users = {"spark.sql.catalog.local": "org.apache.iceberg.spark.SparkCatalog", "spark.sql.catalog.local.type": "rest"}
-    theirs = format_class("iceberg").session_conf(parse_config({**cfg, "spark": {"conf": users}}, base_dir=tmp_path))
+    theirs_config = parse_config({**cfg, "spark": {"conf": users}}, base_dir=tmp_path)
+    theirs = format_class("iceberg").session_conf(session_settings(theirs_config))
     assert not any(k.startswith("spark.sql.catalog.local") for k in theirs)

@@ -22,7 +22,7 @@ from support import chromium_dump_dom
 
 from shadow_backfill.report import ReportData, write_reports
 from shadow_backfill.state import VerdictRecord
-from shadow_backfill.validate.check import Check
+from shadow_backfill.vocabulary import Check, CheckStatus
 
 HOSTILE = "<img src=x onerror=alert(1)> [/] | `x`"
 EVIL_COL = "c|<img src=x onerror=alert(1)>[/]"
@@ -59,18 +59,19 @@ def _changes(amount_shadow: float, evil_changed: int) -> dict[str, Any]:
     }
 
 
-def _record(day: str, verdict: str) -> VerdictRecord:
+def _record(day: str, word: str) -> VerdictRecord:
+    verdict = CheckStatus(word)
     checks = [
-        Check("mean_change_pct", "score", "pass", 10.0, "expected 5..15", "score changed 10%"),
-        Check("mean_shift", "amount", "skipped", None, "", "not enough rows (4 < 100)"),
+        Check("mean_change_pct", "score", CheckStatus.PASS, 10.0, "expected 5..15", "score changed 10%"),
+        Check("mean_shift", "amount", CheckStatus.SKIPPED, None, "", "not enough rows (4 < 100)"),
     ]
     samples: list[dict[str, Any]] = []
     amount_shadow, evil_changed = 10.0, 0
-    if verdict != "pass":
+    if verdict != CheckStatus.PASS:
         amount_shadow, evil_changed = 12.0, 3
         checks += [
             Check("mean_change_pct", "amount", verdict, 20.0, "fail > 5", "amount mean changed 20%"),
-            Check("changed_share", EVIL_COL, "warn", 0.03, "warn > 0", f"{EVIL_COL} changed"),
+            Check("changed_share", EVIL_COL, CheckStatus.WARN, 0.03, "warn > 0", f"{EVIL_COL} changed"),
         ]
         samples = [
             {"keys": {"id": 3, "region": "eu"}, "column": EVIL_COL, "live": "a", "shadow": HOSTILE},
@@ -223,7 +224,9 @@ def test_markdown_has_column_changes_and_worst_samples(reports: dict[str, Path])
 
 def test_markdown_without_changes_has_no_new_sections(tmp_path: Path) -> None:
     rec = _record(FAIL_DAY, "fail")
-    bare = VerdictRecord(rec.partition, "fail", rec.checks, {"rows": {"live": 1, "shadow": 1}}, 1, 1, 1, None, None)
+    bare = VerdictRecord(
+        rec.partition, CheckStatus.FAIL, rec.checks, {"rows": {"live": 1, "shadow": 1}}, 1, 1, 1, None, None
+    )
     paths = write_reports(ReportData("live", "shadow", "delta", [bare]), tmp_path / "report")
     md = paths["markdown"].read_text()
     assert "Column changes" not in md and "Worst samples" not in md

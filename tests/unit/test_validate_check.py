@@ -9,8 +9,8 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from shadow_backfill.state import StateStore
-from shadow_backfill.validate.check import Check
 from shadow_backfill.validate.verdict import PartitionVerdict
+from shadow_backfill.vocabulary import Check, CheckStatus, worst
 
 SHADOW = "lake.events__shadow_v2"
 FIELDS = ["name", "column", "status", "observed", "threshold", "message"]
@@ -18,24 +18,27 @@ FIELDS = ["name", "column", "status", "observed", "threshold", "message"]
 
 def test_stored_verdict_round_trips_to_typed_checks(tmp_path: Path) -> None:
     checks = [
-        Check("psi", "amount", "warn", 0.12, "warn > 0.1, fail > 0.25", "PSI 0.12"),
-        Check("row_count_change", None, "pass", 0.0, "warn > 0.02", "row count"),
-        Check("keys_removed", None, "fail", 0.5, "fail > 0.05", "share of live keys missing"),
+        Check("psi", "amount", CheckStatus.WARN, 0.12, "warn > 0.1, fail > 0.25", "PSI 0.12"),
+        Check("row_count_change", None, CheckStatus.PASS, 0.0, "warn > 0.02", "row count"),
+        Check("keys_removed", None, CheckStatus.FAIL, 0.5, "fail > 0.05", "share of live keys missing"),
     ]
-    verdict = PartitionVerdict("2024-01-01", "fail", checks, {"rows": {"live": 2, "shadow": 1}})
+    verdict = PartitionVerdict("2024-01-01", CheckStatus.FAIL, checks, {"rows": {"live": 2, "shadow": 1}})
     url = f"sqlite:///{tmp_path / 'state.db'}"
     store = StateStore(url)
     store.save_verdicts(SHADOW, [verdict.as_dict()])
     record = store.verdicts(SHADOW)["2024-01-01"]
     store.close()
     assert record.checks == checks
+    assert record.verdict is CheckStatus.FAIL and all(type(c.status) is CheckStatus for c in record.checks)
     assert [c.name for c in record.reasons] == ["keys_removed", "psi"] == [c.name for c in verdict.reasons]
 
     engine = sa.create_engine(url)
     with engine.connect() as conn:
         raw = conn.execute(sa.text("select checks from verdicts")).scalar_one()
     engine.dispose()
-    assert [list(c) for c in json.loads(raw)] == [FIELDS] * 3, "the stored form is the plain check dict"
+    stored = json.loads(raw)
+    assert [list(c) for c in stored] == [FIELDS] * 3, "the stored form is the plain check dict"
+    assert [c["status"] for c in stored] == ["warn", "pass", "fail"]
 
 
 def test_old_dict_rows_still_read(tmp_path: Path) -> None:
@@ -44,4 +47,14 @@ def test_old_dict_rows_still_read(tmp_path: Path) -> None:
     store.save_verdicts(SHADOW, [{"partition": "p", "verdict": "warn", "checks": [old], "metrics": {}}])
     (check,) = store.verdicts(SHADOW)["p"].reasons
     store.close()
-    assert check == Check("live_missing", None, "warn", 0, "policy x", "")
+    assert check == Check("live_missing", None, CheckStatus.WARN, 0, "policy x", "")
+
+
+def test_a_verdict_is_its_worst_judged_check() -> None:
+    S = CheckStatus
+    assert worst([]) is S.PASS
+    assert worst([S.SKIPPED, S.SKIPPED]) is S.PASS, "checks not judged neither pass nor fail a partition"
+    assert worst(["pass", "warn", "skipped"]) is S.WARN, "the stored words are read as statuses"
+    assert worst([S.WARN, S.FAIL, S.PASS]) is S.FAIL
+    assert sorted(S, key=lambda s: s.rank) == [S.SKIPPED, S.PASS, S.WARN, S.FAIL]
+    assert json.dumps({S.FAIL: [S.WARN]}) == '{"fail": ["warn"]}', "report.json keeps the plain words"

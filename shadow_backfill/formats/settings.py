@@ -1,0 +1,21 @@
+"""The few settings of the user's config that the formats read, apart from the config itself
+(which imports the formats' registry) and from Spark (the CLI loads this without PySpark)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class SessionSettings:
+    """What a format needs of the user's config to set up a classic Spark session: the folder
+    of jars the user brings (resolved; None: Spark fetches the official runtimes), the catalog
+    name for Iceberg, the user's own `spark.conf` (a catalog configured there is used as it is)
+    and the warehouse. `session.session_settings` makes it from a config."""
+
+    jars_dir: Path | None
+    catalog: str
+    user_conf: Mapping[str, str]
+    warehouse: Path

@@ -1,0 +1,99 @@
+"""The words every layer shares: how a check or a partition's verdict came out, one check's
+record, where a partition's recompute stands and how a run ended.
+
+This module sits at the bottom of the package and imports nothing from the tool, so the state
+store, the judge, the promoter and the reports can all use it without importing each other (it
+is what ends the old `validate` -> `state` -> `validate` import cycle). The members are `str`
+enums: they compare equal to, and serialise as, the plain words stored in the state store and
+published in report.json, so stored verdicts from earlier versions read back unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class CheckStatus(StrEnum):
+    """How one check, or a partition's verdict (its worst check), came out."""
+
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    # Could not be judged (too few rows): shown, never passes, warns or fails a partition.
+    SKIPPED = "skipped"
+
+    @property
+    def rank(self) -> int:
+        """Order of severity: skipped < pass < warn < fail."""
+        return _RANK[self]
+
+
+_RANK = {CheckStatus.SKIPPED: -1, CheckStatus.PASS: 0, CheckStatus.WARN: 1, CheckStatus.FAIL: 2}
+
+# Verdict statuses, worst last, as reports count and show them.
+VERDICTS = (CheckStatus.PASS, CheckStatus.WARN, CheckStatus.FAIL)
+
+
+def worst(statuses: Iterable[str]) -> CheckStatus:
+    """The verdict of a set of check statuses; skipped checks do not count, none at all passes."""
+    judged = [CheckStatus(s) for s in statuses if s != CheckStatus.SKIPPED]
+    return max(judged, key=lambda s: s.rank, default=CheckStatus.PASS)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check: an observed value against a threshold, with its status and a readable message.
+    The validator makes them, the state store keeps them as JSON, the reports render them."""
+
+    name: str  # a drift metric ("psi", "null_rate_change", ...) or an expectation id (suite/index:type)
+    column: str | None
+    status: CheckStatus
+    observed: Any
+    threshold: str
+    message: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.name}[{self.column}]" if self.column else self.name
+
+    def as_dict(self) -> dict[str, Any]:
+        """The stored and reported form, `{name, column, status, observed, threshold, message}`."""
+        return {**asdict(self), "status": str(self.status)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Check:
+        """Back from the stored form; tolerant of a missing field, so any stored verdict reads."""
+        return cls(
+            name=str(d.get("name", "")),
+            column=d.get("column"),
+            status=CheckStatus(str(d.get("status", CheckStatus.PASS))),
+            observed=d.get("observed"),
+            threshold=str(d.get("threshold", "")),
+            message=str(d.get("message", "")),
+        )
+
+
+def reasons(checks: Iterable[Check]) -> list[Check]:
+    """The checks that made a verdict worse than pass, failures first."""
+    bad = (c for c in checks if c.status in (CheckStatus.WARN, CheckStatus.FAIL))
+    return sorted(bad, key=lambda c: -c.status.rank)
+
+
+class PartitionStatus(StrEnum):
+    """Where one partition's recompute into the shadow table stands (the state store's word)."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    WRITTEN = "written"
+    FAILED = "failed"
+
+
+class RunStatus(StrEnum):
+    """How one `run` (a recompute of a range) stands in the state store's run log."""
+
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
