@@ -204,6 +204,18 @@ def _branches(
     return out
 
 
+def facts_frame(
+    source: DataFrame, spec: FactsSpec, facts: list[Fact], thresholds: DataFrame | None, live_rows: int
+) -> DataFrame:
+    """The one job's rows: its branches (`_branches`) in one union, each fact's rows told apart
+    by `__fi`. Apart from `run_facts` so that a test can read its query plan."""
+    branches = _branches(source, spec, facts, thresholds, live_rows)
+    result = branches[0]
+    for b in branches[1:]:
+        result = result.unionByName(b, allowMissingColumns=True)
+    return result
+
+
 def _recount_repeated(
     source: DataFrame, spec: FactsSpec, facts: list[Fact], edges: DataFrame | None, rows: list[Row]
 ) -> tuple[list[Row], bool]:
@@ -255,11 +267,7 @@ def run_facts(source: DataFrame, spec: FactsSpec, edges: Edges, profiles: Mappin
     facts = fact_list(spec, bool(edges))
     if not facts:
         return 0
-    branches = _branches(source, spec, facts, thresholds, sum(p.live_rows for p in profiles.values()))
-    result = branches[0]
-    for b in branches[1:]:
-        result = result.unionByName(b, allowMissingColumns=True)
-    rows = as_text(result).collect()
+    rows = as_text(facts_frame(source, spec, facts, thresholds, sum(p.live_rows for p in profiles.values()))).collect()
     jobs = 1
     if spec.keys:
         rows, recounted = _recount_repeated(source, spec, facts, thresholds, rows)

@@ -160,7 +160,8 @@ def _reads_every_column(spec: FactsSpec) -> Column:
     and the samples, all three share one (measured at 90 x 10,000 rows per side: one key
     grouping instead of two, the facts job 12.1 s -> 10.5 s). As a filter, not a null element
     of the exploded array, it adds no row per key (bins stage at 90 x 45,000 rows per side:
-    8.2-8.7 -> 7.3-7.8 s of task time)."""
+    8.2-8.7 -> 7.3-7.8 s of task time). `tests/e2e/test_speed_plans.py` fails if it stops
+    saving the grouping."""
     all_null = F.col("__ns").isNull() & F.col("__nl").isNull()
     for j, c in enumerate(spec.compared):
         if c not in spec.numeric:

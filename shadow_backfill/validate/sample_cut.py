@@ -84,14 +84,21 @@ def with_bounds(bk: DataFrame, counts: DataFrame, cuts: Cuts) -> DataFrame:
     """`bk` with each cut column's bound of its partition, from `counts` broadcast (one row
     per partition).
 
-    `counts` is read as a whole, as the job collects it: pruned to the bounds it would be a plan
-    of its own, and Spark would run the key grouping and the counts again instead of reusing
-    them (an always-true filter over every column keeps it from pruning, on 90 rows). The join
-    is null-safe so Spark infers no filter on the partition that would change that plan too."""
+    `counts` is read as a whole, as the job collects it (`read_whole`). The join is null-safe so
+    Spark infers no filter on the partition that would change that plan too."""
     names = [f"__cut_{j}" for j in (*cuts.by_change, *cuts.by_key)]
-    whole = counts.filter(F.pmod(F.xxhash64(*[F.col(c) for c in counts.columns]), F.lit(2)) < F.lit(2))
-    right = F.broadcast(whole.select(F.col(K).alias("__ck"), *names))
+    right = F.broadcast(read_whole(counts).select(F.col(K).alias("__ck"), *names))
     return bk.join(right, F.col(K).eqNullSafe(F.col("__ck")), how="left").drop("__ck")
+
+
+def read_whole(counts: DataFrame) -> DataFrame:
+    """`counts` behind an always-true filter that reads every column of it (a hash modulo 2 is
+    below 2), on one row per partition. Pruned to the few bound columns the join needs, the
+    counts would be a plan of their own, and Spark would run the key grouping and the counts a
+    second time instead of reusing the ones the job collects. `tests/e2e/test_speed_plans.py`
+    fails if the filter stops saving that grouping."""
+    every_column = F.xxhash64(*[F.col(c) for c in counts.columns])
+    return counts.filter(F.pmod(every_column, F.lit(2)) < F.lit(2))
 
 
 def kept(cuts: Cuts, j: int, d: Diff, first_key: Column) -> Column:

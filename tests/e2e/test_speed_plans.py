@@ -1,0 +1,83 @@
+"""The facts job's speed tricks still do what their docstrings say, read from Spark's query plan:
+each test plans the job with the trick and with the trick taken out, and fails when the trick no
+longer saves a grouping of the rows by key (a Spark upgrade that plans differently), so a trick
+that stopped paying is seen and removed rather than kept as unexplained code. Classic Spark only:
+its plan is what can be read, and the tricks were measured there."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from shadow_backfill.validate import key_facts, sample_cut
+from shadow_backfill.validate.drift import DriftProfiler
+from shadow_backfill.validate.facts_job import facts_frame
+from shadow_backfill.validate.facts_spec import edges_frame, fact_list
+from shadow_backfill.validate.measurements import PartitionProfile
+from shadow_backfill.validate.plan import K
+from shadow_backfill.validate.profile_job import run_profile
+
+pytestmark = pytest.mark.classic
+ROWS = 200  # per side, over two partitions and four input splits: the plan has real shuffles
+
+
+@pytest.fixture
+def shuffles(spark: Any) -> Any:
+    """Four shuffle partitions for these plans (the test session's one needs no shuffle at all,
+    so nothing would be shared or not), put back after the test."""
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "4")
+    yield spark
+    spark.conf.set("spark.sql.shuffle.partitions", before)
+
+
+def _sides(spark: Any) -> tuple[DataFrame, DataFrame]:
+    live = spark.range(0, ROWS, 1, 4).select(
+        (F.col("id") % 2).cast("int").alias("ds"),
+        F.col("id"),
+        (F.col("id") * 1.5).alias("amount"),
+        F.concat(F.lit("c"), (F.col("id") % 3).cast("string")).alias("category"),
+    )
+    return live.withColumn("amount", F.col("amount") + F.when(F.col("id") % 7 == 0, 1.0).otherwise(0.0)), live
+
+
+def _groupings(spark: Any, live_rows: int) -> Counter[str]:
+    """How many times the facts job's plan aggregates by each set of columns (its partial
+    aggregations, named by their grouping columns); `live_rows` as the validation counts them."""
+    shadow, live = _sides(spark)
+    profiler = DriftProfiler(shadow, live, partition="ds", keys=["id"], max_categories=10, sample_rows=5)
+    edges = run_profile(profiler.union, profiler.plan, {}, {t: PartitionProfile(t) for t in ("0", "1")}, 1, ["id"])
+    assert edges, "no live deciles: the bins branch, which a trick is for, would not be planned"
+    spec = profiler.facts
+    thresholds = edges_frame(spark, spec, edges, profiler.union.schema[K].dataType)
+    df = facts_frame(profiler.union, spec, fact_list(spec, True), thresholds, live_rows)
+    plan = str(df._jdf.queryExecution().executedPlan().toString())
+    found = re.findall(r"HashAggregate\(keys=\[([^\]]*)\], functions=\[partial_", plan)
+    return Counter(re.sub(r"#\d+L?", "", keys) for keys in found)
+
+
+BY_KEY = f"{K}, {key_facts.key_names(SimpleNamespace(keys=['id']))[0]}"  # by partition and key
+BY_PARTITION = K  # the counts: one row per partition
+
+
+def test_the_bins_read_every_column_so_the_key_grouping_is_shared(
+    shuffles: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert _groupings(shuffles, ROWS)[BY_KEY] == 1
+    monkeypatch.setattr(key_facts, "_reads_every_column", lambda spec: F.lit(True))
+    assert _groupings(shuffles, ROWS)[BY_KEY] == 2, "without the trick Spark still shares: remove it"
+
+
+def test_the_sample_cut_reads_the_counts_whole_so_they_are_shared(
+    shuffles: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cut = sample_cut.FROM_ROWS  # from here the samples are cut, and the counts joined back
+    assert _groupings(shuffles, cut)[BY_PARTITION] == 1
+    monkeypatch.setattr(sample_cut, "read_whole", lambda counts: counts)
+    assert _groupings(shuffles, cut)[BY_PARTITION] == 2, "without the trick Spark still shares: remove it"
