@@ -19,7 +19,6 @@ from typing import Any
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
-from shadow_backfill.validate import stats
 from shadow_backfill.validate.facts_spec import N_BINS, Edges, Fact, FactsSpec, cap_categories, edges_frame, fact_list
 from shadow_backfill.validate.key_facts import (
     NO_BIN,
@@ -137,7 +136,8 @@ class _Tally:
         return int(x) if column in self.spec.integral and math.isfinite(x) else x
 
     def finish(self, text: str, prof: PartitionProfile, edges: Edges) -> None:
-        """Zeros where a partition had no fact of a kind; the statistics from the histograms."""
+        """Zeros where a partition had no fact of a kind; the histograms and category counts
+        (the judge computes their statistics: `distributions.py`)."""
         spec = self.spec
         if spec.keys:
             for name in ("duplicates", "added", "removed", "matched", "changed"):
@@ -150,21 +150,13 @@ class _Tally:
         for c, e in edges.get(text, {}).items():
             lh, sh = self.hist.get((text, c), ([0.0] * N_BINS, [0.0] * N_BINS))
             col = prof.columns.setdefault(c, {})
-            col.update(
-                hist={"edges": e, "live": lh, "shadow": sh},
-                psi=stats.psi(lh, sh),
-                ks=stats.ks(lh, sh),
-                drift_pvalue=stats.ks_pvalue(lh, sh),
-            )
+            col["hist"] = {"edges": e, "live": lh, "shadow": sh}
         for c in spec.categories:
             if c in self.high_cardinality:
                 continue
             lf, sf = self.freq.get((text, c), ({}, {}))
             col = prof.columns.setdefault(c, {})
             col["categories"] = {"live": lf, "shadow": sf}
-            if lf and sf:
-                col["js_distance"] = stats.js_distance(lf, sf)
-                col["drift_pvalue"] = stats.chi2_pvalue(lf, sf)
             col["new"] = sorted(set(sf) - set(lf)) if lf else []
             col["vanished"] = sorted(set(lf) - set(sf)) if sf or lf else []
 

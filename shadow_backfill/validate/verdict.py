@@ -13,6 +13,7 @@ from typing import Any
 from shadow_backfill.config import PValue, Threshold, ValidationSpec
 from shadow_backfill.validate import stats
 from shadow_backfill.validate.changes import column_changes
+from shadow_backfill.validate.distributions import with_statistics
 from shadow_backfill.validate.measurements import ColumnPlan, Outcome, PartitionProfile
 from shadow_backfill.vocabulary import Check, CheckStatus, reasons, worst
 
@@ -122,16 +123,17 @@ class Judge:
                 Check(o.expectation, None, status, _jsonable(o.observed), "expectation", f"{o.expectation}: {o.detail}")
             )
         changes = column_changes(prof, self.plan)
+        columns = with_statistics(prof.columns)
         if prof.live_missing:
             policy = self.spec.missing_live
             status = MISSING_LIVE[policy]
             msg = f"no live partition to compare with (policy {policy})"
             checks.append(Check("live_missing", None, status, 0, f"policy {policy}", msg))
         else:
-            self._drift(checks, prof, changes)
+            self._drift(checks, prof, columns, changes)
         metrics = {
             "rows": {"live": prof.live_rows, "shadow": prof.shadow_rows},
-            "columns": prof.columns,
+            "columns": columns,
             "keys": prof.keys,
             "column_changes": changes,
             "samples": prof.samples,
@@ -143,12 +145,18 @@ class Judge:
         }
         return PartitionVerdict(prof.key, worst(c.status for c in checks), checks, _jsonable(metrics))
 
-    def _drift(self, checks: list[Check], prof: PartitionProfile, changes: dict[str, dict[str, Any]]) -> None:
+    def _drift(
+        self,
+        checks: list[Check],
+        prof: PartitionProfile,
+        columns: dict[str, dict[str, Any]],
+        changes: dict[str, dict[str, Any]],
+    ) -> None:
         change = abs(prof.shadow_rows - prof.live_rows) / prof.live_rows
         what = f"row count {prof.live_rows} -> {prof.shadow_rows}, relative change"
         self._metric(checks, "row_count_change", None, change, what)
         contract = bool(self.spec.expected_changes)
-        for c, m in prof.columns.items():
+        for c, m in columns.items():
             if self.spec.ignored(c) or (contract and c not in self.spec.expected_changes and c in self.plan.compared):
                 continue  # ignored, or held to equality below
             self._column(checks, c, m, changes.get(c, {}))
