@@ -29,7 +29,15 @@ from shadow_backfill.validate.key_facts import (
     key_samples,
 )
 from shadow_backfill.validate.measurements import PartitionProfile
-from shadow_backfill.validate.plan import SIDE, K, as_text, is_side, partition_values, side_name, tag
+from shadow_backfill.validate.plan import (
+    PARTITION_COLUMN,
+    SHADOW_FLAG,
+    as_text,
+    is_side,
+    partition_values,
+    side_name,
+    tag,
+)
 from shadow_backfill.validate.sample_cut import cuts_for
 
 __all__ = ["FactsSpec", "run_facts", "unique_counts"]
@@ -42,24 +50,30 @@ def _value_rows(source: DataFrame, facts: Sequence[Fact], spec: FactsSpec, wante
     """Counts by (partition, fact, value) of the facts `wanted`, from every row: one row per
     (input row, fact) with a non-null value, each fact's value computed once per row below the
     explode (which then only picks one), so the generated code stays small."""
-    per_row = source.select(K, SIDE, *[facts[i].value.cast("string").alias(f"__f_{i}") for i in wanted])
-    fi = F.col("__fi")
-    value = F.when(fi == F.lit(wanted[0]), F.col(f"__f_{wanted[0]}"))
+    per_row = source.select(
+        PARTITION_COLUMN, SHADOW_FLAG, *[facts[i].value.cast("string").alias(f"__f_{i}") for i in wanted]
+    )
+    fact_index = F.col("__fi")
+    value = F.when(fact_index == F.lit(wanted[0]), F.col(f"__f_{wanted[0]}"))
     for i in wanted[1:]:
-        value = value.when(fi == F.lit(i), F.col(f"__f_{i}"))
+        value = value.when(fact_index == F.lit(i), F.col(f"__f_{i}"))
     shadow, live = is_side("shadow"), is_side("live")
     by_value = (
         per_row.withColumn("__fi", F.explode(F.array(*[F.lit(i) for i in wanted])))
-        .select(K, SIDE, fi, value.alias("__v"))
+        .select(PARTITION_COLUMN, SHADOW_FLAG, fact_index, value.alias("__v"))
         .filter(F.col("__v").isNotNull())
-        .groupBy(K, "__fi", "__v")
-        .agg(F.sum(F.when(shadow, 1).otherwise(0)).alias("ns"), F.sum(F.when(live, 1).otherwise(0)).alias("nl"))
+        .groupBy(PARTITION_COLUMN, "__fi", "__v")
+        .agg(
+            F.sum(F.when(shadow, 1).otherwise(0)).alias("shadow_n"), F.sum(F.when(live, 1).otherwise(0)).alias("live_n")
+        )
     )
     per_value = [F.lit(i) for i in wanted if facts[i].kind in _PER_VALUE]
-    kept = F.when(fi.isin(per_value), F.col("__v")) if per_value else F.lit(None).cast("string")
-    ns = F.col("ns")
-    grouped = by_value.groupBy(K, "__fi", kept.alias("__v")).agg(
-        F.sum(ns).alias("ns"), F.sum("nl").alias("nl"), F.sum(F.when(ns > 1, ns).otherwise(0)).alias("not_unique")
+    kept = F.when(fact_index.isin(per_value), F.col("__v")) if per_value else F.lit(None).cast("string")
+    shadow_n = F.col("shadow_n")
+    grouped = by_value.groupBy(PARTITION_COLUMN, "__fi", kept.alias("__v")).agg(
+        F.sum(shadow_n).alias("shadow_n"),
+        F.sum("live_n").alias("live_n"),
+        F.sum(F.when(shadow_n > 1, shadow_n).otherwise(0)).alias("not_unique"),
     )
     return cap_categories(grouped, facts, spec.max_categories)
 
@@ -85,23 +99,23 @@ class _Tally:
             for c in self.derived:
                 prof.unique[c] = (int(r["__u_n"]), int(r["__u_nu"] or 0))
         elif f.kind == "unique":
-            prof.unique[str(f.column)] = (int(r["ns"]), int(r["not_unique"]))
+            prof.unique[str(f.column)] = (int(r["shadow_n"]), int(r["not_unique"]))
         elif f.kind == "bin":
-            lh, sh = self.hist.setdefault((r[K], str(f.column)), ([0.0] * N_BINS, [0.0] * N_BINS))
+            lh, sh = self.hist.setdefault((r[PARTITION_COLUMN], str(f.column)), ([0.0] * N_BINS, [0.0] * N_BINS))
             if "__pair" not in r.__fields__ or r["__pair"] is None:  # counted from the rows
-                lh[int(r["__v"])] += float(r["nl"])
-                sh[int(r["__v"])] += float(r["ns"])
+                lh[int(r["__v"])] += float(r["live_n"])
+                sh[int(r["__v"])] += float(r["shadow_n"])
                 return
             s_bin, l_bin = divmod(int(r["__pair"]), NO_BIN + 1)  # counted per key (key_facts.key_bins)
             for hist, b in ((sh, s_bin), (lh, l_bin)):
                 if b != NO_BIN:
                     hist[b] += float(r["__keys"])
         elif f.column not in self.high_cardinality:
-            lf, sf = self.freq.setdefault((r[K], str(f.column)), ({}, {}))
-            if r["nl"]:
-                lf[r["__v"]] = int(r["nl"])
-            if r["ns"]:
-                sf[r["__v"]] = int(r["ns"])
+            lf, sf = self.freq.setdefault((r[PARTITION_COLUMN], str(f.column)), ({}, {}))
+            if r["live_n"]:
+                lf[r["__v"]] = int(r["live_n"])
+            if r["shadow_n"]:
+                sf[r["__v"]] = int(r["shadow_n"])
 
     def _key_columns(self, r: Row, prof: PartitionProfile) -> None:
         """Per compared column: keys changed beyond tolerance and, for numbers, the differences."""
@@ -168,7 +182,7 @@ def _derived_unique(spec: FactsSpec) -> list[str]:
 
 
 def _with_edges(source: DataFrame, edges: DataFrame | None) -> DataFrame:
-    return source if edges is None else source.join(F.broadcast(edges), on=K, how="left")
+    return source if edges is None else source.join(F.broadcast(edges), on=PARTITION_COLUMN, how="left")
 
 
 def _branches(
@@ -180,14 +194,14 @@ def _branches(
     if not spec.keys:
         return [_value_rows(_with_edges(source, edges), facts, spec, list(range(len(facts))))]
     derived = _derived_unique(spec)
-    bk = by_key(source, spec)
-    cuts = cuts_for(spec, bk, key_names(spec), live_rows)
-    counts = key_counts(bk, spec, bool(derived), cuts)
+    per_key = by_key(source, spec)
+    cuts = cuts_for(spec, per_key, key_names(spec), live_rows)
+    counts = key_counts(per_key, spec, bool(derived), cuts)
     out = [counts]
-    if edges is not None and (bins := key_bins(bk, facts, spec, edges)) is not None:
+    if edges is not None and (bins := key_bins(per_key, facts, spec, edges)) is not None:
         out.append(bins)
     if spec.compared and spec.sample_rows:
-        out.append(key_samples(bk, spec, counts, cuts))
+        out.append(key_samples(per_key, spec, counts, cuts))
     from_rows = [
         i for i, f in enumerate(facts) if f.kind == "category" or (f.kind == "unique" and f.column not in derived)
     ]
@@ -213,14 +227,18 @@ def _recount_repeated(
 ) -> tuple[list[Row], bool]:
     """Where a key repeats on a side, one value per key undercounts the histograms: count that
     partition's bins again from its rows (a second job, for those partitions only)."""
-    repeated = sorted({r[K] for r in rows if r["__fi"] == 0 and (r["__dup"] or 0) > 1})
+    repeated = sorted({r[PARTITION_COLUMN] for r in rows if r["__fi"] == 0 and (r["__dup"] or 0) > 1})
     wanted = [i for i, f in enumerate(facts) if f.kind == "bin"]
     if not repeated or not wanted:
         return rows, False
-    rows_there = _with_edges(source.filter(F.col(K).isin(partition_values(source, repeated))), edges)
+    rows_there = _with_edges(source.filter(F.col(PARTITION_COLUMN).isin(partition_values(source, repeated))), edges)
     recounted = as_text(_value_rows(rows_there, facts, spec, wanted)).collect()
     gone = set(repeated)
-    kept = [r for r in rows if not (r[K] in gone and r["__fi"] is not None and facts[r["__fi"]].kind == "bin")]
+    kept = [
+        r
+        for r in rows
+        if not (r[PARTITION_COLUMN] in gone and r["__fi"] is not None and facts[r["__fi"]].kind == "bin")
+    ]
     return kept + recounted, True
 
 
@@ -235,17 +253,19 @@ def _texts(source: DataFrame, spec: FactsSpec, samples: list[dict[str, Any]]) ->
     key_json = F.to_json(F.struct(*[F.col(k) for k in spec.keys]))
     text = [F.max(F.substring(F.col(spec.compared[j]).cast("string"), 1, _TEXT)).alias(f"t{j}") for j in columns]
     grouped = (
-        source.filter(F.col(K).isin(partition_values(source, sorted({s[K] for s in wanted}))))
-        .select(K, SIDE, key_json.alias("__key"), *[F.col(spec.compared[j]) for j in columns])
+        source.filter(
+            F.col(PARTITION_COLUMN).isin(partition_values(source, sorted({s[PARTITION_COLUMN] for s in wanted})))
+        )
+        .select(PARTITION_COLUMN, SHADOW_FLAG, key_json.alias("__key"), *[F.col(spec.compared[j]) for j in columns])
         .filter(F.col("__key").isin(sorted({s["__key"] for s in wanted})))
-        .groupBy(K, SIDE, "__key")
+        .groupBy(PARTITION_COLUMN, SHADOW_FLAG, "__key")
         .agg(*text)
     )
     found = as_text(grouped).collect()
-    texts = {(r[K], r["__key"], side_name(r[SIDE])): r for r in found}
+    texts = {(r[PARTITION_COLUMN], r["__key"], side_name(r[SHADOW_FLAG])): r for r in found}
     for s in wanted:
         for side, field in (("live", "__sl"), ("shadow", "__ss")):
-            r = texts.get((s[K], s["__key"], side))
+            r = texts.get((s[PARTITION_COLUMN], s["__key"], side))
             s[field] = r[f"t{s['__sj']}"] if r is not None else None
     return True
 
@@ -255,7 +275,9 @@ def run_facts(source: DataFrame, spec: FactsSpec, edges: Edges, profiles: Mappin
     into `profiles` from `source` (rows tagged by `plan.tag`); returns the Spark jobs run: one,
     plus one where a key repeats (its partition's histograms counted again) and one where a
     non-numeric value is sampled (its text read back)."""
-    thresholds = edges_frame(source.sparkSession, spec, edges, source.schema[K].dataType) if edges else None
+    thresholds = (
+        edges_frame(source.sparkSession, spec, edges, source.schema[PARTITION_COLUMN].dataType) if edges else None
+    )
     facts = fact_list(spec, bool(edges))
     if not facts:
         return 0
@@ -269,10 +291,10 @@ def run_facts(source: DataFrame, spec: FactsSpec, edges: Edges, profiles: Mappin
     jobs += _texts(source, spec, samples)
     tally = _Tally(facts, spec, _derived_unique(spec) if spec.keys else [], counted)
     for r in counted:
-        if (prof := profiles.get(r[K])) is not None:
+        if (prof := profiles.get(r[PARTITION_COLUMN])) is not None:
             tally.add(r, prof)
     for s in samples:
-        if (prof := profiles.get(s[K])) is not None:
+        if (prof := profiles.get(s[PARTITION_COLUMN])) is not None:
             tally.sample(s, prof)
     for text, prof in profiles.items():
         tally.finish(text, prof, edges)

@@ -17,7 +17,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType
 
-from shadow_backfill.validate.plan import QUANTILES, K, is_side
+from shadow_backfill.validate.plan import PARTITION_COLUMN, QUANTILES, is_side
 
 Edges = Mapping[str, Mapping[str, list[float]]]
 N_BINS = len(QUANTILES) + 1
@@ -83,7 +83,7 @@ def edges_frame(spark: SparkSession, spec: FactsSpec, edges: Edges, kind: DataTy
     names = [_threshold(i, j) for i in range(len(spec.numeric)) for j in range(len(QUANTILES))]
     schema = "array<struct<k:string," + ",".join(f"{n}:double" for n in names) + ">>"
     parsed = spark.range(1).select(F.explode(F.from_json(F.lit(json.dumps(rows)), schema)).alias("r"))
-    return parsed.select(F.col("r.k").cast(kind).alias(K), *[F.col(f"r.{n}").alias(n) for n in names])
+    return parsed.select(F.col("r.k").cast(kind).alias(PARTITION_COLUMN), *[F.col(f"r.{n}").alias(n) for n in names])
 
 
 def bin_of(i: int, x: Column) -> Column:
@@ -144,14 +144,14 @@ def cap_categories(grouped: DataFrame, facts: Sequence[Fact], max_categories: in
     """Counts by (partition, fact, value) with `__nd`, the fact's number of values there. A
     categorical column with more than `max_categories` values in a partition is not compared by
     frequency: only its count and one of its values reach the driver."""
-    fi = F.col("__fi")
+    fact_index = F.col("__fi")
     category_ids = [F.lit(i) for i, f in enumerate(facts) if f.kind == "category"]
     if not category_ids:
         return grouped.withColumn("__nd", F.lit(0).cast("long"))
-    per_fact = Window.partitionBy(K, "__fi")
+    per_fact = Window.partitionBy(PARTITION_COLUMN, "__fi")
     return (
         grouped.withColumn("__nd", F.count(F.lit(1)).over(per_fact))
         .withColumn("__rn", F.row_number().over(per_fact.orderBy("__v")))
-        .filter(~fi.isin(category_ids) | (F.col("__nd") <= F.lit(max_categories)) | (F.col("__rn") == F.lit(1)))
+        .filter(~fact_index.isin(category_ids) | (F.col("__nd") <= F.lit(max_categories)) | (F.col("__rn") == F.lit(1)))
         .drop("__rn")
     )

@@ -19,7 +19,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from shadow_backfill.validate.facts_spec import Diff, Fact, FactsSpec, bin_of, diffs
-from shadow_backfill.validate.plan import SIDE, K, is_side
+from shadow_backfill.validate.plan import PARTITION_COLUMN, SHADOW_FLAG, is_side
 from shadow_backfill.validate.sample_cut import Cuts, bests, bound, kept, with_bounds
 
 
@@ -33,8 +33,8 @@ def by_key(source: DataFrame, spec: FactsSpec) -> DataFrame:
     per side (`__sx_j`, `__lx_j`): a double for numbers, a hash otherwise."""
     keys = key_names(spec)
     carried = source.select(
-        K,
-        SIDE,
+        PARTITION_COLUMN,
+        SHADOW_FLAG,
         *[F.col(k).alias(n) for k, n in zip(spec.keys, keys, strict=True)],
         *[
             (F.col(c).cast("double") if c in spec.numeric else F.xxhash64(F.col(c))).alias(f"__x_{j}")
@@ -46,7 +46,7 @@ def by_key(source: DataFrame, spec: FactsSpec) -> DataFrame:
     for j in range(len(spec.compared)):
         x = F.col(f"__x_{j}")
         aggs += [F.max(F.when(shadow, x)).alias(f"__sx_{j}"), F.max(F.when(live, x)).alias(f"__lx_{j}")]
-    return carried.groupBy(K, *keys).agg(*aggs)
+    return carried.groupBy(PARTITION_COLUMN, *keys).agg(*aggs)
 
 
 def _diffs(spec: FactsSpec) -> list[Diff]:
@@ -60,7 +60,7 @@ def _matched() -> Column:
 
 def _key_metrics(spec: FactsSpec, derived_unique: bool) -> dict[str, Column]:
     """Per key: what the key fact sums (or maxes) per partition."""
-    ns, nl = F.col("__ns"), F.col("__nl")
+    shadow_rows, live_rows = F.col("__ns"), F.col("__nl")
     both = _matched()
     ds = _diffs(spec)
     any_diff = F.lit(False)
@@ -68,25 +68,25 @@ def _key_metrics(spec: FactsSpec, derived_unique: bool) -> dict[str, Column]:
         any_diff = any_diff | d.changed
     numeric = [(j, d) for j, (c, d) in enumerate(zip(spec.compared, ds, strict=True)) if c in spec.numeric]
     out = {
-        "added": F.when(nl == 0, ns).otherwise(0),
-        "removed": F.when(ns == 0, nl).otherwise(0),
+        "added": F.when(live_rows == 0, shadow_rows).otherwise(0),
+        "removed": F.when(shadow_rows == 0, live_rows).otherwise(0),
         "matched": F.when(both, 1).otherwise(0),
         "changed": F.when(both & any_diff, 1).otherwise(0),
-        "duplicates": F.greatest(ns - 1, F.lit(0)),
+        "duplicates": F.greatest(shadow_rows - 1, F.lit(0)),
         **{f"__c_{j}": F.when(both & d.changed, 1).otherwise(0) for j, d in enumerate(ds)},
         **{f"__a_{j}": F.when(both, d.abs_diff) for j, d in numeric},
         **{f"__n_{j}": F.when(both & d.abs_diff.isNotNull(), 1).otherwise(0) for j, d in numeric},
     }
     if derived_unique:
         present = F.col(key_names(spec)[0]).isNotNull()
-        out["__u_n"] = F.when(present, ns).otherwise(0)
+        out["__u_n"] = F.when(present, shadow_rows).otherwise(0)
         # null rather than 0 elsewhere: with `.otherwise(0)` Sail 0.7.2 fails this sum on a
         # nullability check; the sum of no values is read as 0
-        out["__u_nu"] = F.when(present & (ns > 1), ns)
+        out["__u_nu"] = F.when(present & (shadow_rows > 1), shadow_rows)
     return out
 
 
-def key_counts(bk: DataFrame, spec: FactsSpec, derived_unique: bool, cuts: Cuts) -> DataFrame:
+def key_counts(per_key: DataFrame, spec: FactsSpec, derived_unique: bool, cuts: Cuts) -> DataFrame:
     """Per partition, as fact 0 (the key): added, removed, matched, changed and duplicate keys,
     per compared column the keys changed beyond tolerance and, for numbers, the differences;
     `__dup`, the most rows a key has on a side; with `derived_unique`, the one key column's
@@ -98,22 +98,22 @@ def key_counts(bk: DataFrame, spec: FactsSpec, derived_unique: bool, cuts: Cuts)
     tops = bests(cuts, _diffs(spec), keys[0], _matched())
     abs_diffs = [j for j, c in enumerate(spec.compared) if c in spec.numeric]
     maxima = {**{f"__m_{j}": f"__a_{j}" for j in abs_diffs}, "__dup": "__dup"}
-    per_key = bk.select(
-        K,
+    per_key = per_key.select(
+        PARTITION_COLUMN,
         *([F.pmod(F.xxhash64(*keys), F.lit(cuts.buckets)).alias("__h")] if tops else []),
         *[m.alias(n) for n, m in metrics.items()],
         *[value.alias(n) for n, (value, _, _) in tops.items()],
         F.greatest("__ns", "__nl").alias("__dup"),
     )
     if tops:
-        per_key = per_key.groupBy(K, "__h").agg(
+        per_key = per_key.groupBy(PARTITION_COLUMN, "__h").agg(
             *[F.sum(n).alias(n) for n in metrics],
             *[F.max(c).alias(n) for n, c in maxima.items()],
             *[in_bucket(F.col(n)).alias(n) for n, (_, in_bucket, _) in tops.items()],
         )
         maxima = {n: n for n in maxima}
     return (
-        per_key.groupBy(K)
+        per_key.groupBy(PARTITION_COLUMN)
         .agg(
             *[F.sum(n).alias(n) for n in metrics],
             *[F.max(c).alias(n) for n, c in maxima.items()],
@@ -127,28 +127,30 @@ NO_BIN = 10  # the bin code of a missing value (no row on that side, or null)
 PAIRS = (NO_BIN + 1) ** 2
 
 
-def key_bins(bk: DataFrame, facts: Sequence[Fact], spec: FactsSpec, edges: DataFrame) -> DataFrame | None:
+def key_bins(per_key: DataFrame, facts: Sequence[Fact], spec: FactsSpec, edges: DataFrame) -> DataFrame | None:
     """Per partition, bin fact and pair (shadow bin, live bin) of a key, as the code
     `shadow * 11 + live` (`NO_BIN` for a side without a value), the keys with that pair: at most
     121 pairs per partition and column, so Spark sums them in each task before the shuffle.
     The bins are taken here, after the key grouping, on the joined thresholds. None without
     bin facts."""
-    bins = [(fi, spec.numeric.index(str(f.column))) for fi, f in enumerate(facts) if f.kind == "bin"]
+    bins = [(fact_index, spec.numeric.index(str(f.column))) for fact_index, f in enumerate(facts) if f.kind == "bin"]
     if not bins:
         return None
     pairs = []
-    for fi, i in bins:
+    for fact_index, i in bins:
         j = spec.compared.index(spec.numeric[i])
         shadow, live = (F.coalesce(bin_of(i, F.col(f"__{s}x_{j}")), F.lit(NO_BIN)) for s in "sl")
-        pairs.append(F.lit(fi * PAIRS) + shadow * (NO_BIN + 1) + live)
+        pairs.append(F.lit(fact_index * PAIRS) + shadow * (NO_BIN + 1) + live)
     code = F.col("__code")
     return (
-        bk.filter(_reads_every_column(spec))
-        .join(F.broadcast(edges), on=K, how="left")
-        .select(K, F.explode(F.array(*pairs)).alias("__code"))
-        .groupBy(K, "__code")
+        per_key.filter(_reads_every_column(spec))
+        .join(F.broadcast(edges), on=PARTITION_COLUMN, how="left")
+        .select(PARTITION_COLUMN, F.explode(F.array(*pairs)).alias("__code"))
+        .groupBy(PARTITION_COLUMN, "__code")
         .agg(F.count(F.lit(1)).alias("__keys"))
-        .select(K, F.floor(code / PAIRS).cast("int").alias("__fi"), (code % PAIRS).alias("__pair"), "__keys")
+        .select(
+            PARTITION_COLUMN, F.floor(code / PAIRS).cast("int").alias("__fi"), (code % PAIRS).alias("__pair"), "__keys"
+        )
     )
 
 
@@ -193,8 +195,10 @@ def _ranked(candidates: DataFrame, spec: FactsSpec) -> DataFrame:
     """The samples from the candidate items: within each column the largest differences first,
     then by key; taken in turns across columns, `sample_first` columns first in each turn."""
     keys = key_names(spec)
-    per_column = Window.partitionBy(K, "__sj").orderBy(F.coalesce(F.col("__sa"), F.lit(float("inf"))).desc(), *keys)
-    per_partition = Window.partitionBy(K).orderBy("__rc", "__sp", "__sj")
+    per_column = Window.partitionBy(PARTITION_COLUMN, "__sj").orderBy(
+        F.coalesce(F.col("__sa"), F.lit(float("inf"))).desc(), *keys
+    )
+    per_partition = Window.partitionBy(PARTITION_COLUMN).orderBy("__rc", "__sp", "__sj")
     top = (
         candidates.withColumn("__rc", F.row_number().over(per_column))
         # Past the first `sample_rows` of its column an item cannot be taken in the turns; with
@@ -205,21 +209,21 @@ def _ranked(candidates: DataFrame, spec: FactsSpec) -> DataFrame:
     )
     shown = F.to_json(F.struct(*[F.col(n).alias(k) for k, n in zip(spec.keys, keys, strict=True)]))
     texts = [F.col(f"__s{s}").cast("string").alias(f"__s{s}") for s in "ls"]
-    return top.select(K, shown.alias("__key"), "__sj", *texts, "__srn")
+    return top.select(PARTITION_COLUMN, shown.alias("__key"), "__sj", *texts, "__srn")
 
 
-def key_samples(bk: DataFrame, spec: FactsSpec, counts: DataFrame, cuts: Cuts) -> DataFrame:
+def key_samples(per_key: DataFrame, spec: FactsSpec, counts: DataFrame, cuts: Cuts) -> DataFrame:
     """Up to `sample_rows` changed (key, column) values per partition (`_ranked`), as a reader
     of the key grouping of its own. The key and the values are written as text only for the
     chosen few (measured at 90 x 10,000 rows per side: writing every changed value as text cost
     more than choosing); texts of non-numeric values are null here (`facts_job` reads them)."""
     keys = key_names(spec)
     if cuts.any:
-        bk = with_bounds(bk, counts, cuts)
+        per_key = with_bounds(per_key, counts, cuts)
     candidates = (
-        bk.filter(_matched())
-        .select(K, *keys, F.explode(F.array(*_items(spec, cuts))).alias("__s"))
+        per_key.filter(_matched())
+        .select(PARTITION_COLUMN, *keys, F.explode(F.array(*_items(spec, cuts))).alias("__s"))
         .filter(F.col("__s.d"))
-        .select(K, *keys, *[F.col(f"__s.{f}").alias(f"__s{f}") for f in _ITEM])
+        .select(PARTITION_COLUMN, *keys, *[F.col(f"__s.{f}").alias(f"__s{f}") for f in _ITEM])
     )
     return _ranked(candidates, spec)

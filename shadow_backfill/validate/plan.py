@@ -16,7 +16,8 @@ from pyspark.sql.types import BooleanType, NumericType, StringType, StructType
 from shadow_backfill.schema import diff_schemas
 from shadow_backfill.validate.measurements import ColumnPlan
 
-K, SIDE = "__sb_k", "__sb_shadow"  # the partition's value (see `tag`), and true on shadow rows
+# Columns the jobs add to every row: its partition's value (see `tag`), and true on shadow rows.
+PARTITION_COLUMN, SHADOW_FLAG = "__sb_k", "__sb_shadow"
 QUANTILES = [i / 10 for i in range(1, 10)]
 
 
@@ -44,23 +45,23 @@ def tag(df: DataFrame, side: str, partition_value: Column) -> DataFrame:
     side (a date cast to text per row, then hashed and compared as text). Rows name their
     partition as text (`as_text`) only once grouped, on the few rows that reach the driver.
     The side is a boolean for the same reason: the aggregations test it on every row."""
-    return df.withColumn(K, partition_value).withColumn(SIDE, F.lit(side == "shadow"))
+    return df.withColumn(PARTITION_COLUMN, partition_value).withColumn(SHADOW_FLAG, F.lit(side == "shadow"))
 
 
 def as_text(frame: DataFrame) -> DataFrame:
     """The partition of each grouped row as the text the profiles are keyed by."""
-    return frame.withColumn(K, F.col(K).cast("string"))
+    return frame.withColumn(PARTITION_COLUMN, F.col(PARTITION_COLUMN).cast("string"))
 
 
 def partition_values(source: DataFrame, texts: Sequence[str]) -> list[Column]:
     """Partition texts from the driver as typed literals of `source`'s partition value, to
-    compare with `K` natively (and let Spark prune partitions by them)."""
-    kind = source.schema[K].dataType
+    compare with `PARTITION_COLUMN` natively (and let Spark prune partitions by them)."""
+    kind = source.schema[PARTITION_COLUMN].dataType
     return [F.lit(t).cast(kind) for t in texts]
 
 
 def is_side(side: str) -> Column:
-    return F.col(SIDE) if side == "shadow" else ~F.col(SIDE)
+    return F.col(SHADOW_FLAG) if side == "shadow" else ~F.col(SHADOW_FLAG)
 
 
 def side_name(shadow: bool) -> str:

@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import NumericType
 
 from shadow_backfill.validate.facts_spec import Diff, FactsSpec
-from shadow_backfill.validate.plan import K
+from shadow_backfill.validate.plan import PARTITION_COLUMN
 
 MAX_BUCKETS = 64  # above this many samples per partition there is no cut: every change is ranked
 # Below this many live rows in all, every change is ranked: the cut's extra stages and its wait
@@ -47,12 +47,12 @@ class Cuts:
         return self.buckets > 0 and bool(self.by_change or self.by_key)
 
 
-def cuts_for(spec: FactsSpec, bk: DataFrame, keys: Sequence[str], live_rows: int) -> Cuts:
-    """The cuts the per-key rows `bk` (key columns named `keys`) allow, once there are
+def cuts_for(spec: FactsSpec, per_key: DataFrame, keys: Sequence[str], live_rows: int) -> Cuts:
+    """The cuts the per-key rows `per_key` (key columns named `keys`) allow, once there are
     `FROM_ROWS` live rows to validate."""
     if not spec.compared or not 0 < spec.sample_rows <= MAX_BUCKETS or live_rows < FROM_ROWS:
         return Cuts()
-    numeric_key = isinstance(bk.schema[keys[0]].dataType, NumericType)
+    numeric_key = isinstance(per_key.schema[keys[0]].dataType, NumericType)
     others = [j for j, c in enumerate(spec.compared) if c not in spec.numeric]
     return Cuts(
         buckets=spec.sample_rows,
@@ -80,15 +80,15 @@ def bound(name: str, buckets: int, of_bests: Agg) -> Column:
     return F.when(F.count(name) == F.lit(buckets), of_bests(F.col(name))).alias(name.replace("__t_", "__cut_"))
 
 
-def with_bounds(bk: DataFrame, counts: DataFrame, cuts: Cuts) -> DataFrame:
-    """`bk` with each cut column's bound of its partition, from `counts` broadcast (one row
+def with_bounds(per_key: DataFrame, counts: DataFrame, cuts: Cuts) -> DataFrame:
+    """`per_key` with each cut column's bound of its partition, from `counts` broadcast (one row
     per partition).
 
     `counts` is read as a whole, as the job collects it (`read_whole`). The join is null-safe so
     Spark infers no filter on the partition that would change that plan too."""
     names = [f"__cut_{j}" for j in (*cuts.by_change, *cuts.by_key)]
-    right = F.broadcast(read_whole(counts).select(F.col(K).alias("__ck"), *names))
-    return bk.join(right, F.col(K).eqNullSafe(F.col("__ck")), how="left").drop("__ck")
+    right = F.broadcast(read_whole(counts).select(F.col(PARTITION_COLUMN).alias("__ck"), *names))
+    return per_key.join(right, F.col(PARTITION_COLUMN).eqNullSafe(F.col("__ck")), how="left").drop("__ck")
 
 
 def read_whole(counts: DataFrame) -> DataFrame:

@@ -255,8 +255,9 @@ def _settle(commits: Callable[[], int]) -> None:
     while time.monotonic() - since < SETTLE_S:
         assert time.monotonic() < deadline, "the Spark Connect server still runs the killed client's work after 300 s"
         time.sleep(0.1)
-        if connect_server.running_queries(CONNECT["ui"]) or commits() != last:
-            last, since = commits(), time.monotonic()
+        now = commits()
+        if now != last or connect_server.running_queries(CONNECT["ui"]):
+            last, since = now, time.monotonic()
 
 
 def _aimed(point: float, trial: int, outcomes: list[dict[str, Any]], lock_to_commit: float | None) -> float:

@@ -20,7 +20,7 @@ from shadow_backfill.validate.drift import DriftProfiler
 from shadow_backfill.validate.facts_job import facts_frame
 from shadow_backfill.validate.facts_spec import edges_frame, fact_list
 from shadow_backfill.validate.measurements import PartitionProfile
-from shadow_backfill.validate.plan import K
+from shadow_backfill.validate.plan import PARTITION_COLUMN
 from shadow_backfill.validate.profile_job import run_profile
 
 pytestmark = pytest.mark.classic
@@ -55,15 +55,15 @@ def _groupings(spark: Any, live_rows: int) -> Counter[str]:
     edges = run_profile(profiler.union, profiler.plan, {}, {t: PartitionProfile(t) for t in ("0", "1")}, 1, ["id"])
     assert edges, "no live deciles: the bins branch, which a trick is for, would not be planned"
     spec = profiler.facts
-    thresholds = edges_frame(spark, spec, edges, profiler.union.schema[K].dataType)
+    thresholds = edges_frame(spark, spec, edges, profiler.union.schema[PARTITION_COLUMN].dataType)
     df = facts_frame(profiler.union, spec, fact_list(spec, True), thresholds, live_rows)
     plan = str(df._jdf.queryExecution().executedPlan().toString())
     found = re.findall(r"HashAggregate\(keys=\[([^\]]*)\], functions=\[partial_", plan)
     return Counter(re.sub(r"#\d+L?", "", keys) for keys in found)
 
 
-BY_KEY = f"{K}, {key_facts.key_names(SimpleNamespace(keys=['id']))[0]}"  # by partition and key
-BY_PARTITION = K  # the counts: one row per partition
+BY_KEY = f"{PARTITION_COLUMN}, {key_facts.key_names(SimpleNamespace(keys=['id']))[0]}"  # by partition and key
+BY_PARTITION = PARTITION_COLUMN  # the counts: one row per partition
 
 
 def test_the_bins_read_every_column_so_the_key_grouping_is_shared(
