@@ -12,11 +12,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
-from enum import StrEnum
+from enum import Enum
 from typing import Any
 
 
-class CheckStatus(StrEnum):
+class _Word(str, Enum):
+    """A word of the vocabulary: a `str` (equal to, hashed and serialised as its value), printed
+    and formatted as the plain word on every supported Python (`enum.StrEnum` is 3.11+)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, format_spec: str) -> str:
+        return format(str(self.value), format_spec)
+
+
+class CheckStatus(_Word):
     """How one check, or a partition's verdict (its worst check), came out."""
 
     PASS = "pass"
@@ -55,6 +66,10 @@ class Check:
     threshold: str
     message: str
 
+    def __post_init__(self) -> None:
+        # A status given as its plain word (from JSON, or by an API user) becomes the enum.
+        object.__setattr__(self, "status", CheckStatus(self.status))
+
     @property
     def id(self) -> str:
         return f"{self.name}[{self.column}]" if self.column else self.name
@@ -82,7 +97,7 @@ def reasons(checks: Iterable[Check]) -> list[Check]:
     return sorted(bad, key=lambda c: -c.status.rank)
 
 
-class PartitionStatus(StrEnum):
+class PartitionStatus(_Word):
     """Where one partition's recompute into the shadow table stands (the state store's word)."""
 
     PENDING = "pending"
@@ -91,7 +106,7 @@ class PartitionStatus(StrEnum):
     FAILED = "failed"
 
 
-class RunStatus(StrEnum):
+class RunStatus(_Word):
     """How one `run` (a recompute of a range) stands in the state store's run log."""
 
     RUNNING = "running"

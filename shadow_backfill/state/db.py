@@ -8,6 +8,7 @@ import datetime as dt
 import getpass
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Engine, Table
@@ -80,8 +81,15 @@ def from_row(cls: type[R], row: Mapping[str, Any], **converted: Any) -> R:
 
 
 def plain(record: Any) -> dict[str, Any]:
-    """A record's fields for JSON output, times as ISO text."""
-    return {k: v.isoformat() if isinstance(v, dt.datetime) else v for k, v in record.__dict__.items()}
+    """A record's fields for JSON output, times as ISO text and statuses as plain words."""
+    return {k: _plain_value(v) for k, v in record.__dict__.items()}
+
+
+def _plain_value(v: Any) -> Any:
+    """Times as ISO text, status words as plain `str` (a YAML or pickle user gets no enum)."""
+    if isinstance(v, dt.datetime):
+        return v.isoformat()
+    return v.value if isinstance(v, Enum) else v
 
 
 def upsert(engine: Engine, table: Table) -> Any:

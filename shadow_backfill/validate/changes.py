@@ -16,13 +16,14 @@ from shadow_backfill.validate.measurements import ColumnPlan, PartitionProfile
 
 def column_changes(prof: PartitionProfile, plan: ColumnPlan) -> dict[str, dict[str, Any]]:
     """Per compared column: matched keys, changed keys, means, sums and null rates of both sides."""
-    matched = prof.keys.get("matched")
-    by_column = prof.keys.get("by_column", {})
+    keys = prof.keys
+    matched = keys.matched if keys is not None else None
     out: dict[str, dict[str, Any]] = {}
     for c in plan.compared:
         m = prof.columns.get(c, {})
-        k = by_column.get(c, {})
-        changed = k.get("changed") if matched is not None else None
+        diff = keys.by_column.get(c) if keys is not None else None
+        changed = diff.changed if diff is not None else None
+        max_abs, mean_abs = diff.abs_diffs if diff is not None and diff.abs_diffs is not None else (None, None)
         mean_live, mean_shadow = m.get("live_mean"), m.get("shadow_mean")
         null_live, null_shadow = m.get("live_null_rate"), m.get("shadow_null_rate")
         out[c] = {
@@ -36,8 +37,8 @@ def column_changes(prof: PartitionProfile, plan: ColumnPlan) -> dict[str, dict[s
             "mean_change": abs(mean_shadow - mean_live) if mean_live is not None and mean_shadow is not None else None,
             "mean_change_pct": stats.change_pct(mean_live, mean_shadow),
             "sum_change_pct": stats.change_pct(m.get("live_sum"), m.get("shadow_sum")),
-            "max_abs_diff": k.get("max_abs_diff"),
-            "mean_abs_diff": k.get("mean_abs_diff"),
+            "max_abs_diff": max_abs,
+            "mean_abs_diff": mean_abs,
             "null_rate_live": null_live,
             "null_rate_shadow": null_shadow,
             "null_rate_change": abs(null_shadow - null_live)

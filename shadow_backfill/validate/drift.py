@@ -3,9 +3,9 @@
 However many partitions are validated, the work is two jobs over the union of shadow and live:
 the profile (`profile_job.py`: counts, nulls, moments, live deciles, compiled expectations) and
 the facts (`facts_job.py`, with `key_facts.py` for the key grouping: key diff, duplicates,
-histograms, categories, uniqueness, samples); the statistics on what they bring back are in
-`stats.py`. The facts job runs a second small job only where a key repeats in a partition or a
-non-numeric value is sampled.
+histograms, categories, uniqueness, samples). They count; the judge computes the statistics on
+what they bring back (`distributions.py`, `stats.py`). The facts job runs a second small job
+only where a key repeats in a partition or a non-numeric value is sampled.
 
 Why two and not one job per metric: on small partitions every Spark job costs a scan, a
 shuffle and scheduling, which dwarfs the arithmetic; the key diff no longer needs a join

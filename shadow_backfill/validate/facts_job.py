@@ -28,7 +28,7 @@ from shadow_backfill.validate.key_facts import (
     key_names,
     key_samples,
 )
-from shadow_backfill.validate.measurements import PartitionProfile
+from shadow_backfill.validate.measurements import ColumnDiff, KeyDiff, PartitionProfile
 from shadow_backfill.validate.plan import (
     PARTITION_COLUMN,
     SHADOW_FLAG,
@@ -94,8 +94,8 @@ class _Tally:
     def add(self, r: Row, prof: PartitionProfile) -> None:
         f = self.facts[r["__fi"]]
         if f.kind == "key":
-            prof.keys.update({name: int(r[name]) for name in ("added", "removed", "matched", "changed", "duplicates")})
-            self._key_columns(r, prof)
+            counts = {name: int(r[name]) for name in ("added", "removed", "matched", "changed", "duplicates")}
+            prof.keys = KeyDiff(**counts, by_column=self._key_columns(r))
             for c in self.derived:
                 prof.unique[c] = (int(r["__u_n"]), int(r["__u_nu"] or 0))
         elif f.kind == "unique":
@@ -117,18 +117,16 @@ class _Tally:
             if r["shadow_n"]:
                 sf[r["__v"]] = int(r["shadow_n"])
 
-    def _key_columns(self, r: Row, prof: PartitionProfile) -> None:
+    def _key_columns(self, r: Row) -> dict[str, ColumnDiff]:
         """Per compared column: keys changed beyond tolerance and, for numbers, the differences."""
-        by_column: dict[str, dict[str, float | int | None]] = {}
+        by_column = {}
         for j, c in enumerate(self.spec.compared):
-            entry: dict[str, float | int | None] = {"changed": int(r[f"__c_{j}"])}
+            abs_diffs = None
             if c in self.spec.numeric:
                 n = int(r[f"__n_{j}"] or 0)
-                entry["max_abs_diff"] = r[f"__m_{j}"]
-                entry["mean_abs_diff"] = (float(r[f"__a_{j}"]) / n) if n else None
-            by_column[c] = entry
-        prof.keys["changed_by_column"] = {c: e["changed"] for c, e in by_column.items()}
-        prof.keys["by_column"] = by_column
+                abs_diffs = (r[f"__m_{j}"], (float(r[f"__a_{j}"]) / n) if n else None)
+            by_column[c] = ColumnDiff(int(r[f"__c_{j}"]), abs_diffs)
+        return by_column
 
     def sample(self, r: Mapping[str, Any], prof: PartitionProfile) -> None:
         c = self.spec.compared[int(r["__sj"])]
@@ -153,11 +151,8 @@ class _Tally:
         """Zeros where a partition had no fact of a kind; the histograms and category counts
         (the judge computes their statistics: `distributions.py`)."""
         spec = self.spec
-        if spec.keys:
-            for name in ("duplicates", "added", "removed", "matched", "changed"):
-                prof.keys.setdefault(name, 0)
-            prof.keys.setdefault("changed_by_column", {c: 0 for c in spec.compared})
-            prof.keys.setdefault("by_column", {c: {"changed": 0} for c in spec.compared})
+        if spec.keys and prof.keys is None:  # no key in this partition on either side
+            prof.keys = KeyDiff(by_column={c: ColumnDiff(0) for c in spec.compared})
         prof.samples.sort(key=lambda s: s.pop("__rank"))
         for c in spec.unique_columns:
             prof.unique.setdefault(c, (0, 0))

@@ -134,7 +134,7 @@ class Judge:
         metrics = {
             "rows": {"live": prof.live_rows, "shadow": prof.shadow_rows},
             "columns": columns,
-            "keys": prof.keys,
+            "keys": prof.keys.as_dict() if prof.keys is not None else {},
             "column_changes": changes,
             "samples": prof.samples,
             "schema": {
@@ -161,7 +161,7 @@ class Judge:
                 continue  # ignored, or held to equality below
             self._column(checks, c, m, changes.get(c, {}))
         self._key_drift(checks, prof)
-        if contract and "matched" in prof.keys:
+        if contract and prof.keys is not None:
             self._unexpected(checks, prof, changes)
         p = self.plan
         schema_changes = (
@@ -246,33 +246,32 @@ class Judge:
             checks.append(Check("unexpected_changes", c, status, n, f"policy {policy}", msg))
 
     def _key_drift(self, checks: list[Check], prof: PartitionProfile) -> None:
-        spec = self.spec
         keys = prof.keys
-        if "duplicates" in keys:
-            self._metric(checks, "duplicate_keys", None, float(keys["duplicates"]), "duplicate key rows")
-        if "added" in keys:
-            self._metric(checks, "keys_added", None, keys["added"] / prof.live_rows, "share of keys only in shadow")
-            self._metric(
-                checks, "keys_removed", None, keys["removed"] / prof.live_rows, "share of live keys missing from shadow"
-            )
-            matched = keys.get("matched") or 0
-            self._metric(
-                checks,
-                "changed_fraction",
-                None,
-                (keys["changed"] / matched) if matched else 0.0,
-                f"{keys['changed']} of {matched} matched rows changed beyond tolerance; share",
-            )
-            for c, n in keys.get("changed_by_column", {}).items():
-                col_spec = spec.columns.get(c)
-                if col_spec is not None and col_spec.changed_fraction is not None and not col_spec.ignore:
-                    self._metric(
-                        checks,
-                        "changed_fraction",
-                        c,
-                        (n / matched) if matched else 0.0,
-                        f"{n} of {matched} values changed; share",
-                    )
+        if keys is None:
+            return
+        self._metric(checks, "duplicate_keys", None, float(keys.duplicates), "duplicate key rows")
+        self._metric(checks, "keys_added", None, keys.added / prof.live_rows, "share of keys only in shadow")
+        self._metric(
+            checks, "keys_removed", None, keys.removed / prof.live_rows, "share of live keys missing from shadow"
+        )
+        matched = keys.matched
+        self._metric(
+            checks,
+            "changed_fraction",
+            None,
+            (keys.changed / matched) if matched else 0.0,
+            f"{keys.changed} of {matched} matched rows changed beyond tolerance; share",
+        )
+        for c, diff in keys.by_column.items():
+            col_spec = self.spec.columns.get(c)
+            if col_spec is not None and col_spec.changed_fraction is not None and not col_spec.ignore:
+                self._metric(
+                    checks,
+                    "changed_fraction",
+                    c,
+                    (diff.changed / matched) if matched else 0.0,
+                    f"{diff.changed} of {matched} values changed; share",
+                )
 
 
 def _jsonable(v: Any) -> Any:

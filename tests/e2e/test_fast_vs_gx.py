@@ -126,9 +126,10 @@ def test_validator_uniqueness_and_job_count_match_gx(frame: Any) -> None:
     # 'cat' has 3 values per partition, over max_categories=2: not compared by frequency
     assert all("categories" not in p.columns.get("cat", {}) for p in profiles.values())
     # shadow == live: no key-level difference, but the 5th has duplicate ids
-    dup = {t: p.keys["duplicates"] for t, p in profiles.items()}
+    dup = {t: p.keys.duplicates for t, p in profiles.items() if p.keys is not None}
+    assert len(dup) == len(profiles), "a key diff for every partition"
     assert dup["2024-01-05"] > 0 and all(v == 0 for t, v in dup.items() if t != "2024-01-05")
-    assert all(p.keys["added"] == p.keys["removed"] == 0 for p in profiles.values())
+    assert all(p.keys.added == p.keys.removed == 0 for p in profiles.values() if p.keys is not None)
 
 
 def test_keyed_histograms_match_counts_over_every_row(frame: Any) -> None:
@@ -145,7 +146,7 @@ def test_keyed_histograms_match_counts_over_every_row(frame: Any) -> None:
     plain = DriftProfiler(shadow, frame, partition="ds", keys=[], max_categories=5)
     by_key, by_row = keyed.run(texts), plain.run(texts)
     assert (keyed.jobs, plain.jobs) == (3, 2)  # the 5th, where ids repeat, is counted again
-    metrics = ("hist", "psi", "ks", "drift_pvalue", "categories", "js_distance", "new", "vanished")
+    metrics = ("hist", "categories", "new", "vanished")  # the counts; the judge computes the statistics
     for t in texts:
         for c in ("x", "n", "cat"):
             got, want = by_key[t].columns.get(c, {}), by_row[t].columns.get(c, {})

@@ -44,7 +44,7 @@ TEST_CONF = {
 TEST_JVM_OPTIONS = "-XX:+UseParallelGC"
 # The JVM flags of CLI processes the tests start (`support.class_archive`: the quick JIT compiler,
 # the serial collector and, once the classic session has started, the class archive). The
-# long-lived test session keeps the JVM's defaults (its own `spark.driver.extraJavaOptions`
+# long-lived test session runs `TEST_JVM_OPTIONS` instead (its own `spark.driver.extraJavaOptions`
 # replaces these).
 CLI_JVM = {"spark.driver.extraJavaOptions": BASE_OPTIONS}
 # The classic session's resolved jars, linked into one folder once it has started: CLI processes
