@@ -174,21 +174,8 @@ class Promoter:
         self, promotion_id: str, partitions: Sequence[str] | None, *, allow_warn: bool, strict: bool
     ) -> tuple[PromotionPlan, PromotionRecord | None]:
         for _ in range(MAX_REPLANS):
-            # The live version is read before the history: a commit landing in between is seen
-            # in the history (refused) or after the bound version (the commit fails), never lost.
-            live_version = self._live_version()
-            self._histories = {}
-            # Planned under the locks: a promotion that finished just before us is seen as a live
-            # change after validation, so nothing is applied twice.
-            reconcile(self.fmt, self.store, self.config.live_table, self._history(self.config.live_table))
-            plan = self.plan(partitions, allow_warn=allow_warn, live_version=live_version)
-            if strict and plan.refused:
-                detail = "; ".join(f"{k}: {r}" for k, r in list(plan.refused.items())[:5])
-                raise RefusedError(f"promotion refused, nothing written: {detail}")
-            if not plan.partitions:
-                return plan, None
             try:
-                return plan, self._commit(promotion_id, plan)
+                return self._plan_and_commit(promotion_id, partitions, allow_warn=allow_warn, strict=strict)
             except LiveChangedError as err:
                 if err.written is not None:
                     raise
@@ -198,12 +185,31 @@ class Promoter:
             except Exception as exc:
                 if not self.fmt.is_read_conflict(exc):
                     raise
-                # A recompute committed to the shadow while our write planned its read of the
-                # validated version: nothing was written; plan again with that commit in view.
+                # A recompute committed to the shadow while we read it (its history while
+                # planning, or the validated version while the write planned its read): nothing
+                # was written; plan again with that commit in view.
                 continue
         raise RefusedError(
             f"{self.config.live_table} kept changing while promoting ({MAX_REPLANS} attempts); nothing was written"
         )
+
+    def _plan_and_commit(
+        self, promotion_id: str, partitions: Sequence[str] | None, *, allow_warn: bool, strict: bool
+    ) -> tuple[PromotionPlan, PromotionRecord | None]:
+        # The live version is read before the history: a commit landing in between is seen in
+        # the history (refused) or after the bound version (the commit fails), never lost.
+        live_version = self._live_version()
+        self._histories = {}
+        # Planned under the locks: a promotion that finished just before us is seen as a live
+        # change after validation, so nothing is applied twice.
+        reconcile(self.fmt, self.store, self.config.live_table, self._history(self.config.live_table))
+        plan = self.plan(partitions, allow_warn=allow_warn, live_version=live_version)
+        if strict and plan.refused:
+            detail = "; ".join(f"{k}: {r}" for k, r in list(plan.refused.items())[:5])
+            raise RefusedError(f"promotion refused, nothing written: {detail}")
+        if not plan.partitions:
+            return plan, None
+        return plan, self._commit(promotion_id, plan)
 
     def _commit(self, promotion_id: str, plan: PromotionPlan) -> PromotionRecord:
         # The shadow is pinned from its read's planning to the end of the write that runs it:
