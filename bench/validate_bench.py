@@ -73,7 +73,7 @@ def run_fast(bf: Any, keys: list[str]) -> tuple[float, dict[str, str], dict[str,
 
 
 def run_naive(bf: Any, keys: list[str]) -> tuple[float, dict[str, bool]]:
-    from shadow_backfill.validate.distributions import with_statistics
+    from shadow_backfill.validate.distributions import distribution
     from shadow_backfill.validate.drift import DriftProfiler
     from shadow_backfill.validate.reference import evaluate_with_gx
     from shadow_backfill.validate.suites import load_suites
@@ -90,7 +90,7 @@ def run_naive(bf: Any, keys: list[str]) -> tuple[float, dict[str, bool]]:
         outcomes = evaluate_with_gx(shadow, expectations)
         text = scheme.column_text(k)
         profiles = DriftProfiler(shadow, live, partition="ds", keys=bf.config.keys, max_categories=50).run([text])
-        with_statistics(profiles[text].columns)  # the judge's statistics, as the fast path computes them
+        [distribution(m) for m in profiles[text].columns.values()]  # the judge's statistics, as the fast path's
         passed[k] = all(o.success for o in outcomes)
     return time.perf_counter() - t, passed
 

@@ -159,7 +159,7 @@ class Backfill:
     def status(self) -> list[PartitionRecord]:
         """Every partition the state store knows for the shadow table, ascending."""
         recs = self.store.records(self.shadow_table)
-        return [recs[k] for k in sorted(recs, key=self.scheme.parse_key)]
+        return [recs[k] for k in self.scheme.sort(recs)]
 
     def status_rows(self) -> list[dict[str, Any]]:
         """Status records with the latest verdict of each partition (None until validated)."""
@@ -305,4 +305,4 @@ class Backfill:
     def verdicts(self) -> list[VerdictRecord]:
         """The stored verdicts, ascending by partition."""
         recs = self.store.verdicts(self.shadow_table)
-        return [recs[k] for k in sorted(recs, key=self.scheme.parse_key)]
+        return [recs[k] for k in self.scheme.sort(recs)]

@@ -150,6 +150,11 @@ class PartitionScheme:
     def normalize(self, text: str) -> str:
         return self.key(self.parse_key(text))
 
+    def sort(self, keys: Iterable[str]) -> list[str]:
+        """Partition keys in time order: the one place keys from the store, a format's listing
+        or the user are put in order (by the period each names, not by its text)."""
+        return sorted(keys, key=self.parse_key)
+
     def value(self, key: str) -> PartitionValue:
         """The typed value stored in the partition column for a key."""
         period = self.parse_key(key)
@@ -286,7 +291,7 @@ class PartitionScheme:
             keys = [self.normalize(p) for p in default]
         else:
             raise UsageError("no partitions selected: give --start/--end, --partitions, or partition.values")
-        keys = sorted(set(keys), key=self.parse_key)
+        keys = self.sort(set(keys))
         if not keys:
             raise UsageError("the partition selection is empty")
         return keys

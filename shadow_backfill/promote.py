@@ -85,7 +85,7 @@ class Promoter:
         verdicts = self.store.verdicts(cfg.shadow)
         records = self.store.records(cfg.shadow)
         if partitions is None:
-            keys = sorted(verdicts, key=self.scheme.parse_key)
+            keys = self.scheme.sort(verdicts)
             if not keys:
                 raise UsageError(f"nothing to promote: no partition of {cfg.shadow} has been validated")
         else:
@@ -161,7 +161,7 @@ class Promoter:
         candidates = (
             [self.scheme.normalize(p) for p in partitions]
             if partitions is not None
-            else sorted(self.store.verdicts(self.config.shadow), key=self.scheme.parse_key)
+            else self.scheme.sort(self.store.verdicts(self.config.shadow))
         )
         with live_partition_locks(self.store, self.config.live_table, candidates, promotion_id):
             self._histories = {}

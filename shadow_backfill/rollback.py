@@ -76,7 +76,7 @@ class Rollback:
         live = self.config.live_table
         if version not in {c.version for c in self.fmt.history(live)}:
             raise UsageError(f"version {version} is not in the history of {live}")
-        keys = sorted(set(self.fmt.list_partitions(live)) | set(self._keys_at(version)), key=self.scheme.parse_key)
+        keys = self.scheme.sort(set(self.fmt.list_partitions(live)) | set(self._keys_at(version)))
         if not keys:
             raise UsageError(f"{live} has no partitions now or at version {version}: nothing to restore")
         rollback_id = new_id(ROLLBACK)

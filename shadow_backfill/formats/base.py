@@ -156,7 +156,7 @@ class TableFormat(ABC):
 
     def list_partitions(self, table: str) -> list[str]:
         """Partition keys present in the table, ascending."""
-        return sorted(self.partition_row_counts(table), key=self.scheme.parse_key)
+        return self.scheme.sort(self.partition_row_counts(table))
 
     @abstractmethod
     def partition_row_counts(self, table: str) -> dict[str, int]:

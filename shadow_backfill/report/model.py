@@ -1,4 +1,4 @@
-"""What every report renders, and the JSON document (schema_version 2, see the README)."""
+"""What every report renders, and the JSON document (its types and schema: `document.py`)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from shadow_backfill.report.document import SCHEMA_VERSION
 from shadow_backfill.state import VerdictRecord
 from shadow_backfill.vocabulary import VERDICTS
-
-SCHEMA_VERSION = 2
 
 
 @dataclass

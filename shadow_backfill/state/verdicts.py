@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,15 +17,18 @@ from shadow_backfill.vocabulary import Check, CheckStatus, reasons
 
 @dataclass(frozen=True)
 class VerdictRecord:
+    """One partition's stored verdict: its checks, its published metrics (report.json's form),
+    and the versions it was computed from (a promotion binds to them)."""
+
     partition: str
     verdict: CheckStatus
     checks: list[Check]
     metrics: dict[str, Any]
-    shadow_version: int | None
-    partition_version: int | None
-    live_version: int | None
-    validation_id: str | None
-    validated_at: dt.datetime | None
+    shadow_version: int | None = None
+    partition_version: int | None = None
+    live_version: int | None = None
+    validation_id: str | None = None
+    validated_at: dt.datetime | None = None  # set by the store when saved
 
     @property
     def reasons(self) -> list[Check]:
@@ -36,24 +39,25 @@ class VerdictRecord:
 class VerdictStore(Db):
     """Mixed into StateStore: verdicts bound to the versions they were computed from."""
 
-    def save_verdicts(self, shadow_table: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        if not rows:
+    def save_verdicts(self, shadow_table: str, records: Sequence[VerdictRecord]) -> None:
+        """Store each partition's verdict, replacing the one before (validated now)."""
+        if not records:
             return
         now = utcnow()
         values = [
             {
                 "shadow_table": shadow_table,
-                "partition": r["partition"],
-                "verdict": r["verdict"],
-                "checks": json.dumps([_stored(c) for c in r["checks"]], default=str),
-                "metrics": json.dumps(r["metrics"], default=str),
-                "shadow_version": r.get("shadow_version"),
-                "partition_version": r.get("partition_version"),
-                "live_version": r.get("live_version"),
-                "validation_id": r.get("validation_id"),
+                "partition": r.partition,
+                "verdict": str(r.verdict),
+                "checks": json.dumps([c.as_dict() for c in r.checks], default=str),
+                "metrics": json.dumps(r.metrics, default=str),
+                "shadow_version": r.shadow_version,
+                "partition_version": r.partition_version,
+                "live_version": r.live_version,
+                "validation_id": r.validation_id,
                 "validated_at": now,
             }
-            for r in rows
+            for r in records
         ]
         stmt = upsert(self.engine, verdicts).values(values)
         update_cols = {c: stmt.excluded[c] for c in values[0] if c not in ("shadow_table", "partition")}
@@ -77,8 +81,3 @@ class VerdictStore(Db):
             )
             for r in rows
         }
-
-
-def _stored(check: Check | Mapping[str, Any]) -> Mapping[str, Any]:
-    """Checks are stored in their JSON form, whether handed over typed or already as dicts."""
-    return check.as_dict() if isinstance(check, Check) else check

@@ -75,9 +75,5 @@ class DriftProfiler:
         profiles = {t: PartitionProfile(t) for t in partition_texts}
         edges = run_profile(self.union, self.plan, self.extra_aggs, profiles, self.decile_every, self.facts.keys)
         self.jobs += 1
-        self.jobs += run_facts(self.union, self.facts, edges, profiles)
-        for prof in profiles.values():
-            for col in prof.columns.values():
-                if "hist" in col:
-                    col["hist"]["edges_every"] = self.decile_every  # the edges came from every m-th live row
+        self.jobs += run_facts(self.union, self.facts, edges, profiles, self.decile_every)
         return profiles

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from shadow_backfill.validate.facts_job import unique_counts
-from shadow_backfill.validate.measurements import Outcome
+from shadow_backfill.validate.measurements import Outcome, Uniqueness
 from shadow_backfill.validate.suites import Expectation
 
 Judge = Callable[[Mapping[str, Any]], tuple[bool, Any, str]]
@@ -178,9 +178,9 @@ def static_outcome(e: Expectation, schema: StructType) -> tuple[bool, Any, str] 
     return None
 
 
-def judge_unique(e: Expectation, n: int, u: int) -> tuple[bool, Any, str]:
-    mostly = e.kwargs.get("mostly")
-    return _mostly(n, u, mostly), u, f"{u} of {n} values not unique"
+def judge_unique(e: Expectation, counted: Uniqueness) -> tuple[bool, Any, str]:
+    n, u = counted.values, counted.not_unique
+    return _mostly(n, u, e.kwargs.get("mostly")), u, f"{u} of {n} values not unique"
 
 
 def judge_compiled(c: Compiled, row: Mapping[str, Any] | None) -> Outcome:
@@ -213,7 +213,7 @@ def evaluate_fast(
     if unique:
         counts = unique_counts(df, partition_text, [e.kwargs["column"] for e in unique], texts)
         for t in texts:
-            out[t] += [outcome(e, judge_unique(e, *counts[t][e.kwargs["column"]])) for e in unique]
+            out[t] += [outcome(e, judge_unique(e, counts[t][e.kwargs["column"]])) for e in unique]
     if gx_only:
         for t in texts:
             out[t] += evaluate_with_gx(df.filter(partition_text == F.lit(t)), gx_only)

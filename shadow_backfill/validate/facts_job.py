@@ -16,19 +16,31 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pyspark.sql import DataFrame, Row
+from pyspark.sql import DataFrame, Row, Window
 from pyspark.sql import functions as F
 
-from shadow_backfill.validate.facts_spec import N_BINS, Edges, Fact, FactsSpec, cap_categories, edges_frame, fact_list
+from shadow_backfill.validate.facts_spec import FACT_INDEX, N_BINS, Edges, Fact, FactsSpec, edges_frame, fact_list
 from shadow_backfill.validate.key_facts import (
-    NO_BIN,
+    SampleRow,
     by_key,
     key_bins,
     key_counts,
     key_names,
+    key_repeats,
     key_samples,
+    read_bin_pair,
+    read_key_facts,
+    read_sample,
 )
-from shadow_backfill.validate.measurements import ColumnDiff, KeyDiff, PartitionProfile
+from shadow_backfill.validate.measurements import (
+    Categories,
+    ColumnDiff,
+    Histogram,
+    KeyDiff,
+    PartitionProfile,
+    Sample,
+    Uniqueness,
+)
 from shadow_backfill.validate.plan import (
     PARTITION_COLUMN,
     SHADOW_FLAG,
@@ -53,16 +65,16 @@ def _value_rows(source: DataFrame, facts: Sequence[Fact], spec: FactsSpec, wante
     per_row = source.select(
         PARTITION_COLUMN, SHADOW_FLAG, *[facts[i].value.cast("string").alias(f"__f_{i}") for i in wanted]
     )
-    fact_index = F.col("__fi")
+    fact_index = F.col(FACT_INDEX)
     value = F.when(fact_index == F.lit(wanted[0]), F.col(f"__f_{wanted[0]}"))
     for i in wanted[1:]:
         value = value.when(fact_index == F.lit(i), F.col(f"__f_{i}"))
     shadow, live = is_side("shadow"), is_side("live")
     by_value = (
-        per_row.withColumn("__fi", F.explode(F.array(*[F.lit(i) for i in wanted])))
+        per_row.withColumn(FACT_INDEX, F.explode(F.array(*[F.lit(i) for i in wanted])))
         .select(PARTITION_COLUMN, SHADOW_FLAG, fact_index, value.alias("__v"))
         .filter(F.col("__v").isNotNull())
-        .groupBy(PARTITION_COLUMN, "__fi", "__v")
+        .groupBy(PARTITION_COLUMN, FACT_INDEX, "__v")
         .agg(
             F.sum(F.when(shadow, 1).otherwise(0)).alias("shadow_n"), F.sum(F.when(live, 1).otherwise(0)).alias("live_n")
         )
@@ -70,12 +82,29 @@ def _value_rows(source: DataFrame, facts: Sequence[Fact], spec: FactsSpec, wante
     per_value = [F.lit(i) for i in wanted if facts[i].kind in _PER_VALUE]
     kept = F.when(fact_index.isin(per_value), F.col("__v")) if per_value else F.lit(None).cast("string")
     shadow_n = F.col("shadow_n")
-    grouped = by_value.groupBy(PARTITION_COLUMN, "__fi", kept.alias("__v")).agg(
+    grouped = by_value.groupBy(PARTITION_COLUMN, FACT_INDEX, kept.alias("__v")).agg(
         F.sum(shadow_n).alias("shadow_n"),
         F.sum("live_n").alias("live_n"),
         F.sum(F.when(shadow_n > 1, shadow_n).otherwise(0)).alias("not_unique"),
     )
-    return cap_categories(grouped, facts, spec.max_categories)
+    return _cap_categories(grouped, facts, spec.max_categories)
+
+
+def _cap_categories(grouped: DataFrame, facts: Sequence[Fact], max_categories: int) -> DataFrame:
+    """Counts by (partition, fact, value) with `__nd`, the fact's number of values there. A
+    categorical column with more than `max_categories` values in a partition is not compared by
+    frequency: only its count and one of its values reach the driver."""
+    fact_index = F.col(FACT_INDEX)
+    category_ids = [F.lit(i) for i, f in enumerate(facts) if f.kind == "category"]
+    if not category_ids:
+        return grouped.withColumn("__nd", F.lit(0).cast("long"))
+    per_fact = Window.partitionBy(PARTITION_COLUMN, FACT_INDEX)
+    return (
+        grouped.withColumn("__nd", F.count(F.lit(1)).over(per_fact))
+        .withColumn("__rn", F.row_number().over(per_fact.orderBy("__v")))
+        .filter(~fact_index.isin(category_ids) | (F.col("__nd") <= F.lit(max_categories)) | (F.col("__rn") == F.lit(1)))
+        .drop("__rn")
+    )
 
 
 class _Tally:
@@ -83,33 +112,35 @@ class _Tally:
 
     def __init__(self, facts: list[Fact], spec: FactsSpec, derived: Sequence[str], rows: list[Row]) -> None:
         self.facts, self.spec, self.derived = facts, spec, list(derived)
+        self.sample_rows: list[SampleRow] = []
         self.hist: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
         self.freq: dict[tuple[str, str], tuple[dict[str, int], dict[str, int]]] = {}
+        self.ranked: dict[str, list[tuple[int, Sample]]] = {}  # partition -> (rank, sample)
         self.high_cardinality = {
-            str(facts[r["__fi"]].column)
+            str(facts[r[FACT_INDEX]].column)
             for r in rows
-            if facts[r["__fi"]].kind == "category" and r["__nd"] > spec.max_categories
+            if facts[r[FACT_INDEX]].kind == "category" and r["__nd"] > spec.max_categories
         }
 
     def add(self, r: Row, prof: PartitionProfile) -> None:
-        f = self.facts[r["__fi"]]
+        f = self.facts[r[FACT_INDEX]]
         if f.kind == "key":
-            counts = {name: int(r[name]) for name in ("added", "removed", "matched", "changed", "duplicates")}
-            prof.keys = KeyDiff(**counts, by_column=self._key_columns(r))
+            key_facts = read_key_facts(r, self.spec, bool(self.derived))
+            prof.keys = key_facts.diff
             for c in self.derived:
-                prof.unique[c] = (int(r["__u_n"]), int(r["__u_nu"] or 0))
+                prof.unique[c] = key_facts.unique or Uniqueness()
         elif f.kind == "unique":
-            prof.unique[str(f.column)] = (int(r["shadow_n"]), int(r["not_unique"]))
+            prof.unique[str(f.column)] = Uniqueness(int(r["shadow_n"]), int(r["not_unique"]))
         elif f.kind == "bin":
             lh, sh = self.hist.setdefault((r[PARTITION_COLUMN], str(f.column)), ([0.0] * N_BINS, [0.0] * N_BINS))
-            if "__pair" not in r.__fields__ or r["__pair"] is None:  # counted from the rows
+            pair = read_bin_pair(r)  # counted per key (key_facts.key_bins)
+            if pair is None:  # counted from the rows
                 lh[int(r["__v"])] += float(r["live_n"])
                 sh[int(r["__v"])] += float(r["shadow_n"])
                 return
-            s_bin, l_bin = divmod(int(r["__pair"]), NO_BIN + 1)  # counted per key (key_facts.key_bins)
-            for hist, b in ((sh, s_bin), (lh, l_bin)):
-                if b != NO_BIN:
-                    hist[b] += float(r["__keys"])
+            for hist, b in ((sh, pair.shadow), (lh, pair.live)):
+                if b is not None:
+                    hist[b] += pair.keys
         elif f.column not in self.high_cardinality:
             lf, sf = self.freq.setdefault((r[PARTITION_COLUMN], str(f.column)), ({}, {}))
             if r["live_n"]:
@@ -117,28 +148,10 @@ class _Tally:
             if r["shadow_n"]:
                 sf[r["__v"]] = int(r["shadow_n"])
 
-    def _key_columns(self, r: Row) -> dict[str, ColumnDiff]:
-        """Per compared column: keys changed beyond tolerance and, for numbers, the differences."""
-        by_column = {}
-        for j, c in enumerate(self.spec.compared):
-            abs_diffs = None
-            if c in self.spec.numeric:
-                n = int(r[f"__n_{j}"] or 0)
-                abs_diffs = (r[f"__m_{j}"], (float(r[f"__a_{j}"]) / n) if n else None)
-            by_column[c] = ColumnDiff(int(r[f"__c_{j}"]), abs_diffs)
-        return by_column
-
-    def sample(self, r: Mapping[str, Any], prof: PartitionProfile) -> None:
-        c = self.spec.compared[int(r["__sj"])]
-        prof.samples.append(
-            {
-                "keys": json.loads(r["__key"]),
-                "column": c,
-                "live": self._shown(c, r["__sl"]),
-                "shadow": self._shown(c, r["__ss"]),
-                "__rank": int(r["__srn"]),
-            }
-        )
+    def sample(self, r: SampleRow, prof: PartitionProfile) -> None:
+        c = self.spec.compared[r.column]
+        sample = Sample(json.loads(r.key), c, self._shown(c, r.live), self._shown(c, r.shadow))
+        self.ranked.setdefault(prof.key, []).append((r.rank, sample))
 
     def _shown(self, column: str, text: str | None) -> Any:
         """A sampled value as JSON: numbers as numbers (integers for integral columns)."""
@@ -147,27 +160,21 @@ class _Tally:
         x = float(text)
         return int(x) if column in self.spec.integral and math.isfinite(x) else x
 
-    def finish(self, text: str, prof: PartitionProfile, edges: Edges) -> None:
+    def finish(self, text: str, prof: PartitionProfile, edges: Edges, edges_every: int) -> None:
         """Zeros where a partition had no fact of a kind; the histograms and category counts
         (the judge computes their statistics: `distributions.py`)."""
         spec = self.spec
         if spec.keys and prof.keys is None:  # no key in this partition on either side
             prof.keys = KeyDiff(by_column={c: ColumnDiff(0) for c in spec.compared})
-        prof.samples.sort(key=lambda s: s.pop("__rank"))
+        prof.samples = [sample for _, sample in sorted(self.ranked.get(prof.key, []), key=lambda r: r[0])]
         for c in spec.unique_columns:
-            prof.unique.setdefault(c, (0, 0))
+            prof.unique.setdefault(c, Uniqueness())
         for c, e in edges.get(text, {}).items():
             lh, sh = self.hist.get((text, c), ([0.0] * N_BINS, [0.0] * N_BINS))
-            col = prof.columns.setdefault(c, {})
-            col["hist"] = {"edges": e, "live": lh, "shadow": sh}
+            prof.set_column(c, histogram=Histogram(tuple(e), tuple(lh), tuple(sh), edges_every))
         for c in spec.categories:
-            if c in self.high_cardinality:
-                continue
-            lf, sf = self.freq.get((text, c), ({}, {}))
-            col = prof.columns.setdefault(c, {})
-            col["categories"] = {"live": lf, "shadow": sf}
-            col["new"] = sorted(set(sf) - set(lf)) if lf else []
-            col["vanished"] = sorted(set(lf) - set(sf)) if sf or lf else []
+            if c not in self.high_cardinality:
+                prof.set_column(c, categories=Categories(*self.freq.get((text, c), ({}, {}))))
 
 
 def _derived_unique(spec: FactsSpec) -> list[str]:
@@ -222,7 +229,7 @@ def _recount_repeated(
 ) -> tuple[list[Row], bool]:
     """Where a key repeats on a side, one value per key undercounts the histograms: count that
     partition's bins again from its rows (a second job, for those partitions only)."""
-    repeated = sorted({r[PARTITION_COLUMN] for r in rows if r["__fi"] == 0 and (r["__dup"] or 0) > 1})
+    repeated = sorted({r[PARTITION_COLUMN] for r in rows if key_repeats(r)})
     wanted = [i for i, f in enumerate(facts) if f.kind == "bin"]
     if not repeated or not wanted:
         return rows, False
@@ -232,40 +239,40 @@ def _recount_repeated(
     kept = [
         r
         for r in rows
-        if not (r[PARTITION_COLUMN] in gone and r["__fi"] is not None and facts[r["__fi"]].kind == "bin")
+        if not (r[PARTITION_COLUMN] in gone and r[FACT_INDEX] is not None and facts[r[FACT_INDEX]].kind == "bin")
     ]
     return kept + recounted, True
 
 
-def _texts(source: DataFrame, spec: FactsSpec, samples: list[dict[str, Any]]) -> bool:
+def _texts(source: DataFrame, spec: FactsSpec, samples: list[SampleRow]) -> bool:
     """Fill in the texts of sampled non-numeric values (the key grouping carries only their
     hash): one small job over the sampled keys' rows, only when such a value was sampled.
     A repeated key shows its largest text on each side, as its largest hash decided the change."""
-    wanted = [s for s in samples if spec.compared[s["__sj"]] not in spec.numeric]
+    wanted = [s for s in samples if spec.compared[s.column] not in spec.numeric]
     if not wanted:
         return False
-    columns = sorted({s["__sj"] for s in wanted})
+    columns = sorted({s.column for s in wanted})
     key_json = F.to_json(F.struct(*[F.col(k) for k in spec.keys]))
     text = [F.max(F.substring(F.col(spec.compared[j]).cast("string"), 1, _TEXT)).alias(f"t{j}") for j in columns]
     grouped = (
-        source.filter(
-            F.col(PARTITION_COLUMN).isin(partition_values(source, sorted({s[PARTITION_COLUMN] for s in wanted})))
-        )
+        source.filter(F.col(PARTITION_COLUMN).isin(partition_values(source, sorted({s.partition for s in wanted}))))
         .select(PARTITION_COLUMN, SHADOW_FLAG, key_json.alias("__key"), *[F.col(spec.compared[j]) for j in columns])
-        .filter(F.col("__key").isin(sorted({s["__key"] for s in wanted})))
+        .filter(F.col("__key").isin(sorted({s.key for s in wanted})))
         .groupBy(PARTITION_COLUMN, SHADOW_FLAG, "__key")
         .agg(*text)
     )
     found = as_text(grouped).collect()
     texts = {(r[PARTITION_COLUMN], r["__key"], side_name(r[SHADOW_FLAG])): r for r in found}
     for s in wanted:
-        for side, field in (("live", "__sl"), ("shadow", "__ss")):
-            r = texts.get((s[PARTITION_COLUMN], s["__key"], side))
-            s[field] = r[f"t{s['__sj']}"] if r is not None else None
+        live, shadow = (texts.get((s.partition, s.key, side)) for side in ("live", "shadow"))
+        s.live = live[f"t{s.column}"] if live is not None else None
+        s.shadow = shadow[f"t{s.column}"] if shadow is not None else None
     return True
 
 
-def run_facts(source: DataFrame, spec: FactsSpec, edges: Edges, profiles: Mapping[str, PartitionProfile]) -> int:
+def run_facts(
+    source: DataFrame, spec: FactsSpec, edges: Edges, profiles: Mapping[str, PartitionProfile], edges_every: int = 1
+) -> int:
     """Fill key diff, change metrics, samples, uniqueness, histograms and category frequencies
     into `profiles` from `source` (rows tagged by `plan.tag`); returns the Spark jobs run: one,
     plus one where a key repeats (its partition's histograms counted again) and one where a
@@ -281,24 +288,24 @@ def run_facts(source: DataFrame, spec: FactsSpec, edges: Edges, profiles: Mappin
     if spec.keys:
         rows, recounted = _recount_repeated(source, spec, facts, thresholds, rows)
         jobs += recounted
-    counted = [r for r in rows if r["__fi"] is not None]
-    samples = [r.asDict() for r in rows if r["__fi"] is None]
+    counted = [r for r in rows if r[FACT_INDEX] is not None]
+    samples = [read_sample(r) for r in rows if r[FACT_INDEX] is None]
     jobs += _texts(source, spec, samples)
     tally = _Tally(facts, spec, _derived_unique(spec) if spec.keys else [], counted)
     for r in counted:
         if (prof := profiles.get(r[PARTITION_COLUMN])) is not None:
             tally.add(r, prof)
     for s in samples:
-        if (prof := profiles.get(s[PARTITION_COLUMN])) is not None:
+        if (prof := profiles.get(s.partition)) is not None:
             tally.sample(s, prof)
     for text, prof in profiles.items():
-        tally.finish(text, prof, edges)
+        tally.finish(text, prof, edges, edges_every)
     return jobs
 
 
 def unique_counts(
     df: DataFrame, partition_text: F.Column, columns: Sequence[str], texts: Sequence[str]
-) -> dict[str, dict[str, tuple[int, int]]]:
+) -> dict[str, dict[str, Uniqueness]]:
     """Per partition and column, (non-null values, values that are not unique) — GX's domain
     and 'unexpected' for expect_column_values_to_be_unique — from the facts job over `df` alone,
     the same computation the validator runs over the shadow side of the union."""

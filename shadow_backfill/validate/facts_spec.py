@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType
 
@@ -21,6 +21,9 @@ from shadow_backfill.validate.plan import PARTITION_COLUMN, QUANTILES, is_side
 
 Edges = Mapping[str, Mapping[str, list[float]]]
 N_BINS = len(QUANTILES) + 1
+# The column of every row of the facts job naming its fact by index in `fact_list` (null on a
+# sample's row): the one column name all of the job's branches share.
+FACT_INDEX = "__fi"
 
 
 @dataclass(frozen=True)
@@ -138,20 +141,3 @@ def diffs(spec: FactsSpec, values: Pair) -> list[Diff]:
         else:
             out.append(Diff(~sh.eqNullSafe(lh), F.lit(None).cast("double")))
     return out
-
-
-def cap_categories(grouped: DataFrame, facts: Sequence[Fact], max_categories: int) -> DataFrame:
-    """Counts by (partition, fact, value) with `__nd`, the fact's number of values there. A
-    categorical column with more than `max_categories` values in a partition is not compared by
-    frequency: only its count and one of its values reach the driver."""
-    fact_index = F.col("__fi")
-    category_ids = [F.lit(i) for i, f in enumerate(facts) if f.kind == "category"]
-    if not category_ids:
-        return grouped.withColumn("__nd", F.lit(0).cast("long"))
-    per_fact = Window.partitionBy(PARTITION_COLUMN, "__fi")
-    return (
-        grouped.withColumn("__nd", F.count(F.lit(1)).over(per_fact))
-        .withColumn("__rn", F.row_number().over(per_fact.orderBy("__v")))
-        .filter(~fact_index.isin(category_ids) | (F.col("__nd") <= F.lit(max_categories)) | (F.col("__rn") == F.lit(1)))
-        .drop("__rn")
-    )

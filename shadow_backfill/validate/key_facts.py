@@ -14,11 +14,13 @@ the aggregation above it once for each of them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, Row, Window
 from pyspark.sql import functions as F
 
-from shadow_backfill.validate.facts_spec import Diff, Fact, FactsSpec, bin_of, diffs
+from shadow_backfill.validate.facts_spec import FACT_INDEX, Diff, Fact, FactsSpec, bin_of, diffs
+from shadow_backfill.validate.measurements import ColumnDiff, KeyDiff, Uniqueness
 from shadow_backfill.validate.plan import PARTITION_COLUMN, SHADOW_FLAG, is_side
 from shadow_backfill.validate.sample_cut import Cuts, bests, bound, kept, with_bounds
 
@@ -119,7 +121,7 @@ def key_counts(per_key: DataFrame, spec: FactsSpec, derived_unique: bool, cuts: 
             *[F.max(c).alias(n) for n, c in maxima.items()],
             *[bound(n, cuts.buckets, of_bests) for n, (_, _, of_bests) in tops.items()],
         )
-        .withColumn("__fi", F.lit(0))
+        .withColumn(FACT_INDEX, F.lit(0))
     )
 
 
@@ -149,7 +151,10 @@ def key_bins(per_key: DataFrame, facts: Sequence[Fact], spec: FactsSpec, edges: 
         .groupBy(PARTITION_COLUMN, "__code")
         .agg(F.count(F.lit(1)).alias("__keys"))
         .select(
-            PARTITION_COLUMN, F.floor(code / PAIRS).cast("int").alias("__fi"), (code % PAIRS).alias("__pair"), "__keys"
+            PARTITION_COLUMN,
+            F.floor(code / PAIRS).cast("int").alias(FACT_INDEX),
+            (code % PAIRS).alias("__pair"),
+            "__keys",
         )
     )
 
@@ -227,3 +232,70 @@ def key_samples(per_key: DataFrame, spec: FactsSpec, counts: DataFrame, cuts: Cu
         .select(PARTITION_COLUMN, *keys, *[F.col(f"__s.{f}").alias(f"__s{f}") for f in _ITEM])
     )
     return _ranked(candidates, spec)
+
+
+# Reading the rows back: the names above are this module's own; the facts job gets typed values.
+
+
+@dataclass(frozen=True)
+class KeyFacts:
+    """The key fact's row of one partition (`key_counts`), read back."""
+
+    diff: KeyDiff
+    most_rows: int  # the most rows one key has on a side: above 1, a key repeats
+    unique: Uniqueness | None  # the one key column's uniqueness, where it is read off the grouping
+
+
+def read_key_facts(row: Row, spec: FactsSpec, derived_unique: bool) -> KeyFacts:
+    """Per compared column the keys changed beyond tolerance and, for numbers, the largest and
+    the mean difference; the partition's key counts; its uniqueness with `derived_unique`."""
+    by_column = {}
+    for j, c in enumerate(spec.compared):
+        abs_diffs = None
+        if c in spec.numeric:
+            n = int(row[f"__n_{j}"] or 0)
+            abs_diffs = (row[f"__m_{j}"], (float(row[f"__a_{j}"]) / n) if n else None)
+        by_column[c] = ColumnDiff(int(row[f"__c_{j}"]), abs_diffs)
+    counts = {name: int(row[name]) for name in ("added", "removed", "matched", "changed", "duplicates")}
+    unique = Uniqueness(int(row["__u_n"]), int(row["__u_nu"] or 0)) if derived_unique else None
+    return KeyFacts(KeyDiff(**counts, by_column=by_column), int(row["__dup"] or 0), unique)
+
+
+def key_repeats(row: Row) -> bool:
+    """A key fact's row whose partition has a key with more than one row on a side."""
+    return row[FACT_INDEX] == 0 and (row["__dup"] or 0) > 1
+
+
+@dataclass(frozen=True)
+class BinPair:
+    """Keys of one partition whose values fall in these bins (None: no value on that side)."""
+
+    shadow: int | None
+    live: int | None
+    keys: float
+
+
+def read_bin_pair(row: Row) -> BinPair | None:
+    """A `key_bins` row's pair, decoded; None for a bin row counted from the rows instead."""
+    if "__pair" not in row.__fields__ or row["__pair"] is None:
+        return None
+    shadow, live = divmod(int(row["__pair"]), NO_BIN + 1)
+    return BinPair(None if shadow == NO_BIN else shadow, None if live == NO_BIN else live, float(row["__keys"]))
+
+
+@dataclass
+class SampleRow:
+    """A `key_samples` row: a changed value on a matched key, its rank in the partition's
+    samples, and both sides' values as text (null for a non-numeric value until
+    `facts_job` reads its text)."""
+
+    partition: str
+    key: str  # the key columns as a JSON object
+    column: int  # index into `spec.compared`
+    live: str | None
+    shadow: str | None
+    rank: int
+
+
+def read_sample(row: Row) -> SampleRow:
+    return SampleRow(row[PARTITION_COLUMN], row["__key"], int(row["__sj"]), row["__sl"], row["__ss"], int(row["__srn"]))

@@ -7,7 +7,7 @@ without a JVM (the unit tier).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -66,22 +66,131 @@ class KeyDiff:
         }
 
 
+@dataclass(frozen=True)
+class Moments:
+    """A numeric column's mean, sample standard deviation and sum on one side (None where the
+    side has no non-null value, or one for the deviation)."""
+
+    mean: float | None = None
+    std: float | None = None
+    sum: float | None = None
+
+
+@dataclass(frozen=True)
+class SideStats:
+    """One column on one side of a partition: non-null values (the sample size of the
+    distribution tests), the share of null rows, and for a numeric column its moments."""
+
+    count: int
+    null_rate: float
+    moments: Moments | None = None
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Both sides' values counted into the bins of live's deciles (`edges`, taken from every
+    `edges_every`-th live row); `live` and `shadow` are the counts per bin, 10 bins."""
+
+    edges: tuple[float, ...]
+    live: tuple[float, ...]
+    shadow: tuple[float, ...]
+    edges_every: int = 1
+
+
+@dataclass(frozen=True)
+class Categories:
+    """Each side's value frequencies of a string or boolean column (absent past
+    `max_categories` values)."""
+
+    live: dict[str, int]
+    shadow: dict[str, int]
+
+    @property
+    def new(self) -> list[str]:
+        """Values only in shadow; none when live has no value to compare with."""
+        return sorted(set(self.shadow) - set(self.live)) if self.live else []
+
+    @property
+    def vanished(self) -> list[str]:
+        return sorted(set(self.live) - set(self.shadow))
+
+
+@dataclass(frozen=True)
+class ColumnMeasurement:
+    """Everything measured on one column of one partition: each side's stats (None for a side
+    without the column or without rows), the histogram of a numeric column and the category
+    frequencies of a categorical one."""
+
+    live: SideStats | None = None
+    shadow: SideStats | None = None
+    histogram: Histogram | None = None
+    categories: Categories | None = None
+
+    def side(self, name: str) -> SideStats | None:
+        return self.live if name == "live" else self.shadow
+
+    def as_dict(self) -> dict[str, Any]:
+        """The published form (report.json's `metrics.columns.<column>`, before the statistics)."""
+        out: dict[str, Any] = {}
+        for name in ("live", "shadow"):
+            if (s := self.side(name)) is not None:
+                out[f"{name}_null_rate"], out[f"{name}_count"] = s.null_rate, s.count
+        for name in ("live", "shadow"):
+            if (s := self.side(name)) is not None and s.moments is not None:
+                m = s.moments
+                out[f"{name}_mean"], out[f"{name}_std"], out[f"{name}_sum"] = m.mean, m.std, m.sum
+        if (h := self.histogram) is not None:
+            out["hist"] = {"edges": list(h.edges), "live": list(h.live), "shadow": list(h.shadow)}
+            out["hist"]["edges_every"] = h.edges_every
+        if (c := self.categories) is not None:
+            out["categories"] = {"live": c.live, "shadow": c.shadow}
+            out["new"], out["vanished"] = c.new, c.vanished
+        return out
+
+
+@dataclass(frozen=True)
+class Uniqueness:
+    """One column's shadow values for expect_column_values_to_be_unique: non-null values, and
+    values that are not unique (GX's domain and 'unexpected')."""
+
+    values: int = 0
+    not_unique: int = 0
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One changed value on a matched key: the key, the column, both sides' values."""
+
+    keys: dict[str, Any]
+    column: str
+    live: Any
+    shadow: Any
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"keys": self.keys, "column": self.column, "live": self.live, "shadow": self.shadow}
+
+
 @dataclass
 class PartitionProfile:
-    """Everything measured for one partition; `metrics` is what reports and verdicts read."""
+    """Everything measured for one partition, filled in by the measuring jobs and read by the
+    judge. Its `columns` are frozen measurements, replaced (`set_column`), never edited."""
 
     key: str
     live_rows: int = 0
     shadow_rows: int = 0
-    shadow_aggs: dict[str, Any] = field(default_factory=dict)
-    columns: dict[str, dict[str, Any]] = field(default_factory=dict)
+    shadow_aggs: dict[str, Any] = field(default_factory=dict)  # expectation aggregate name -> value
+    columns: dict[str, ColumnMeasurement] = field(default_factory=dict)
     keys: KeyDiff | None = None  # None: no key columns configured, so no key diff
-    unique: dict[str, tuple[int, int]] = field(default_factory=dict)  # column -> (non-null, not unique)
-    samples: list[dict[str, Any]] = field(default_factory=list)  # changed values, largest first
+    unique: dict[str, Uniqueness] = field(default_factory=dict)
+    samples: list[Sample] = field(default_factory=list)  # changed values, largest first
 
     @property
     def live_missing(self) -> bool:
         return self.live_rows == 0
+
+    def set_column(self, column: str, **measured: Any) -> None:
+        """Add what one job measured on `column` to what the others did."""
+        self.columns[column] = replace(self.columns.get(column, ColumnMeasurement()), **measured)
 
 
 @dataclass(frozen=True)

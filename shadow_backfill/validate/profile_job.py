@@ -14,7 +14,7 @@ from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
 from shadow_backfill.validate.capabilities import engine_capabilities
-from shadow_backfill.validate.measurements import ColumnPlan, PartitionProfile
+from shadow_backfill.validate.measurements import ColumnPlan, Moments, PartitionProfile, SideStats
 from shadow_backfill.validate.plan import PARTITION_COLUMN, QUANTILES, SHADOW_FLAG, as_text, is_side, side_name
 
 Edges = dict[str, dict[str, list[float]]]  # partition text -> numeric column -> live deciles
@@ -95,18 +95,16 @@ def _read(row: Row, prof: PartitionProfile, plan: ColumnPlan, extra: Mapping[str
     else:
         prof.shadow_rows = n
         prof.shadow_aggs = {name: row[name] for name in extra}
+    numeric = {c: i for i, c in enumerate(plan.numeric)}
     for i, c in enumerate([*plan.compared, *plan.added]):
         if side == "live" and c in plan.added:
             continue  # not a live column: its nulls there come from the union, not from live
-        col = prof.columns.setdefault(c, {})
         nulls = int(row[f"__null_{i}"])
-        col[f"{side}_null_rate"] = (nulls / n) if n else 0.0
-        col[f"{side}_count"] = n - nulls  # non-null values: the sample size of distribution tests
-    for i, c in enumerate(plan.numeric):
-        col = prof.columns.setdefault(c, {})
-        col[f"{side}_mean"] = row[f"__mean_{i}"]
-        col[f"{side}_std"] = row[f"__std_{i}"]
-        col[f"{side}_sum"] = row[f"__sum_{i}"]
+        moments = None
+        if (j := numeric.get(c)) is not None:
+            moments = Moments(row[f"__mean_{j}"], row[f"__std_{j}"], row[f"__sum_{j}"])
+        # non-null values: the sample size of distribution tests
+        prof.set_column(c, **{side: SideStats(n - nulls, (nulls / n) if n else 0.0, moments)})
 
 
 def run_profile(

@@ -18,7 +18,7 @@ from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import ConfigError, TableNotFoundError, UsageError
 from shadow_backfill.formats.base import TableFormat
 from shadow_backfill.partitions import PartitionScheme
-from shadow_backfill.state import StateStore
+from shadow_backfill.state import StateStore, VerdictRecord
 from shadow_backfill.validate.drift import DriftProfiler
 from shadow_backfill.validate.expectations import (
     evaluate_fast,
@@ -74,7 +74,7 @@ class Validator:
         known = self.store.records(self.config.shadow)
         if not known:
             raise UsageError(f"nothing to validate: no partition of {self.config.shadow} has been recomputed")
-        return sorted(known, key=self.scheme.parse_key)
+        return self.scheme.sort(known)
 
     def run(self, keys: Sequence[str], suites: list[Suite] | None = None) -> ValidationResult:
         cfg = self.config
@@ -122,19 +122,23 @@ class Validator:
             live = self.fmt.read_partitions(cfg.live_table, written, live_version)
             every = self._decile_every(written, [records[k].rows or 0 for k in written])
             result.verdicts += self._judge(written, shadow, live, suites, every)
-        result.verdicts.sort(key=lambda v: self.scheme.parse_key(v.partition))
+        order = {k: i for i, k in enumerate(self.scheme.sort(keys))}
+        result.verdicts.sort(key=lambda v: order[v.partition])
         result.seconds = time.monotonic() - started
 
         self.store.save_verdicts(
             cfg.shadow,
             [
-                {
-                    **v.as_dict(),
-                    "shadow_version": shadow_version,
-                    "live_version": live_version,
-                    "partition_version": records[v.partition].shadow_version if v.partition in records else None,
-                    "validation_id": result.validation_id,
-                }
+                VerdictRecord(
+                    v.partition,
+                    v.verdict,
+                    v.checks,
+                    v.metrics,
+                    shadow_version=shadow_version,
+                    partition_version=records[v.partition].shadow_version if v.partition in records else None,
+                    live_version=live_version,
+                    validation_id=result.validation_id,
+                )
                 for v in result.verdicts
             ],
         )
@@ -213,6 +217,6 @@ class Validator:
             prof.key = k
             row = prof.shadow_aggs if prof.shadow_rows else None
             outcomes = [judge_compiled(c, row) for c in compiled]
-            outcomes += [outcome(e, judge_unique(e, *prof.unique[e.kwargs["column"]])) for e in unique]
+            outcomes += [outcome(e, judge_unique(e, prof.unique[e.kwargs["column"]])) for e in unique]
             out.append(judge.judge(prof, outcomes + other_outcomes[text_of[k]]))
         return out

@@ -12,9 +12,9 @@ from typing import Any
 
 from shadow_backfill.config import PValue, Threshold, ValidationSpec
 from shadow_backfill.validate import stats
-from shadow_backfill.validate.changes import column_changes
-from shadow_backfill.validate.distributions import with_statistics
-from shadow_backfill.validate.measurements import ColumnPlan, Outcome, PartitionProfile
+from shadow_backfill.validate.changes import ColumnChange, column_changes
+from shadow_backfill.validate.distributions import Distribution, distribution
+from shadow_backfill.validate.measurements import ColumnMeasurement, ColumnPlan, Outcome, PartitionProfile
 from shadow_backfill.vocabulary import Check, CheckStatus, reasons, worst
 
 __all__ = ["Check", "CheckStatus", "Judge", "PartitionVerdict", "grade", "worst"]
@@ -123,20 +123,20 @@ class Judge:
                 Check(o.expectation, None, status, _jsonable(o.observed), "expectation", f"{o.expectation}: {o.detail}")
             )
         changes = column_changes(prof, self.plan)
-        columns = with_statistics(prof.columns)
+        tests = {c: distribution(m) for c, m in prof.columns.items()}
         if prof.live_missing:
             policy = self.spec.missing_live
             status = MISSING_LIVE[policy]
             msg = f"no live partition to compare with (policy {policy})"
             checks.append(Check("live_missing", None, status, 0, f"policy {policy}", msg))
         else:
-            self._drift(checks, prof, columns, changes)
+            self._drift(checks, prof, tests, changes)
         metrics = {
             "rows": {"live": prof.live_rows, "shadow": prof.shadow_rows},
-            "columns": columns,
+            "columns": {c: {**m.as_dict(), **tests[c].as_dict()} for c, m in prof.columns.items()},
             "keys": prof.keys.as_dict() if prof.keys is not None else {},
-            "column_changes": changes,
-            "samples": prof.samples,
+            "column_changes": {c: change.as_dict() for c, change in changes.items()},
+            "samples": [sample.as_dict() for sample in prof.samples],
             "schema": {
                 "added": self.plan.added,
                 "removed": self.plan.removed,
@@ -149,17 +149,17 @@ class Judge:
         self,
         checks: list[Check],
         prof: PartitionProfile,
-        columns: dict[str, dict[str, Any]],
-        changes: dict[str, dict[str, Any]],
+        tests: dict[str, Distribution],
+        changes: dict[str, ColumnChange],
     ) -> None:
         change = abs(prof.shadow_rows - prof.live_rows) / prof.live_rows
         what = f"row count {prof.live_rows} -> {prof.shadow_rows}, relative change"
         self._metric(checks, "row_count_change", None, change, what)
         contract = bool(self.spec.expected_changes)
-        for c, m in columns.items():
+        for c, m in prof.columns.items():
             if self.spec.ignored(c) or (contract and c not in self.spec.expected_changes and c in self.plan.compared):
                 continue  # ignored, or held to equality below
-            self._column(checks, c, m, changes.get(c, {}))
+            self._column(checks, c, m, tests[c], changes.get(c))
         self._key_drift(checks, prof)
         if contract and prof.keys is not None:
             self._unexpected(checks, prof, changes)
@@ -169,44 +169,48 @@ class Judge:
         )
         self._policy(checks, "schema_change", None, schema_changes, "schema changes")
 
-    def _column(self, checks: list[Check], c: str, m: dict[str, Any], ch: dict[str, Any]) -> None:
+    def _column(
+        self, checks: list[Check], c: str, m: ColumnMeasurement, test: Distribution, ch: ColumnChange | None
+    ) -> None:
         """One column's null rate, change metrics (where bounded) and distribution tests."""
         listed = c in self.spec.expected_changes
-        if "live_null_rate" in m and "shadow_null_rate" in m and self.spec.threshold("null_rate_change", c):
-            what = f"null rate {m['live_null_rate']:.2%} -> {m['shadow_null_rate']:.2%}, change"
-            self._metric(checks, "null_rate_change", c, abs(m["shadow_null_rate"] - m["live_null_rate"]), what)
+        if m.live is not None and m.shadow is not None and self.spec.threshold("null_rate_change", c):
+            what = f"null rate {m.live.null_rate:.2%} -> {m.shadow.null_rate:.2%}, change"
+            self._metric(checks, "null_rate_change", c, abs(m.shadow.null_rate - m.live.null_rate), what)
         for name, text in _CHANGE_TEXT.items():
             th = self.spec.threshold(name, c)
-            if th is not None and (th.warn is not None or th.fail is not None) and ch.get(name) is not None:
-                self._metric(checks, name, c, ch[name], f"{c}: {text}")
-        self._distributions(checks, c, m)
-        if "categories" in m:
-            for name, key, what in (
-                ("new_categories", "new", "new categories"),
-                ("vanished_categories", "vanished", "vanished categories"),
+            value = getattr(ch, name) if ch is not None else None
+            if th is not None and (th.warn is not None or th.fail is not None) and value is not None:
+                self._metric(checks, name, c, value, f"{c}: {text}")
+        self._distributions(checks, c, m, test)
+        if (cats := m.categories) is not None:
+            for name, values, what in (
+                ("new_categories", cats.new, "new categories"),
+                ("vanished_categories", cats.vanished, "vanished categories"),
             ):
                 if not listed or self.spec.column_override(name, c) is not None:
-                    self._policy(checks, name, c, m.get(key, []), what)
+                    self._policy(checks, name, c, values, what)
 
-    def _distributions(self, checks: list[Check], c: str, m: dict[str, Any]) -> None:
+    def _distributions(self, checks: list[Check], c: str, m: ColumnMeasurement, test: Distribution) -> None:
         """Distribution tests, judged only on enough rows: between the two minimums by the
         p-value, from `min_rows_for_distance` on by the distances (see ValidationSpec)."""
         spec = self.spec
-        n = min(int(m.get("live_count") or 0), int(m.get("shadow_count") or 0))
-        pvalue_test = "KS test p-value" if "psi" in m else "chi-square test p-value"
+        n = min(m.live.count if m.live else 0, m.shadow.count if m.shadow else 0)
+        pvalue_test = "KS test p-value" if test.numeric else "chi-square test p-value"
         tests: list[tuple[str, float | None, str]] = []
-        if "psi" in m:
-            tests += [("psi", m["psi"], "PSI"), ("ks", m["ks"], "KS statistic")]
-        if m.get("live_mean") is not None and m.get("shadow_mean") is not None:
-            shift = stats.mean_shift(m["live_mean"], m["shadow_mean"], m.get("live_std"))
+        if test.numeric:
+            tests += [("psi", test.psi, "PSI"), ("ks", test.ks, "KS statistic")]
+        live, shadow = (s.moments if s is not None else None for s in (m.live, m.shadow))
+        if live is not None and shadow is not None and live.mean is not None and shadow.mean is not None:
+            shift = stats.mean_shift(live.mean, shadow.mean, live.std)
             tests += [
-                ("mean_shift", shift, f"mean {m['live_mean']:.4g} -> {m['shadow_mean']:.4g}, shift in live std"),
-                ("std_change", stats.std_change(m.get("live_std"), m.get("shadow_std")), "relative std change"),
+                ("mean_shift", shift, f"mean {live.mean:.4g} -> {shadow.mean:.4g}, shift in live std"),
+                ("std_change", stats.std_change(live.std, shadow.std), "relative std change"),
             ]
-        if "js_distance" in m:
-            tests.append(("js_distance", m["js_distance"], "Jensen-Shannon distance"))
-        if "drift_pvalue" in m:
-            tests.append(("drift_pvalue", m["drift_pvalue"], pvalue_test))
+        if test.js_distance is not None:
+            tests.append(("js_distance", test.js_distance, "Jensen-Shannon distance"))
+        if test.tested:
+            tests.append(("drift_pvalue", test.drift_pvalue, pvalue_test))
         for name, value, what in tests:
             th = spec.threshold(name, c)
             if th is None:
@@ -228,21 +232,21 @@ class Judge:
             else:
                 self._metric(checks, name, c, value, what, th)
 
-    def _unexpected(self, checks: list[Check], prof: PartitionProfile, changes: dict[str, dict[str, Any]]) -> None:
+    def _unexpected(self, checks: list[Check], prof: PartitionProfile, changes: dict[str, ColumnChange]) -> None:
         """Every compared column outside the contract must be equal on every matched key."""
         policy = self.spec.unexpected_changes
         for c in self.plan.compared:
             if c in self.spec.expected_changes or self.spec.ignored(c):
                 continue
-            n, matched = changes[c]["changed"] or 0, changes[c]["matched"] or 0
+            n, matched = changes[c].changed or 0, changes[c].matched or 0
             status = CheckStatus.PASS if n == 0 or policy == "ignore" else CheckStatus(policy)
             msg = f"{c!r} is equal on all {matched} matched keys within tolerance"
             if n:
                 msg = f"{c!r} changed on {n} of {matched} matched keys, but is not in expected_changes"
-                example = next((s for s in prof.samples if s["column"] == c), None)
+                example = next((s for s in prof.samples if s.column == c), None)
                 if example is not None:
-                    keys = ", ".join(f"{k}={v}" for k, v in example["keys"].items())
-                    msg += f"; e.g. {keys}: {example['live']!r} -> {example['shadow']!r}"
+                    keys = ", ".join(f"{k}={v}" for k, v in example.keys.items())
+                    msg += f"; e.g. {keys}: {example.live!r} -> {example.shadow!r}"
             checks.append(Check("unexpected_changes", c, status, n, f"policy {policy}", msg))
 
     def _key_drift(self, checks: list[Check], prof: PartitionProfile) -> None:

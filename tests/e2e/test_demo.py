@@ -10,6 +10,7 @@ from support import Backend
 from typer.testing import CliRunner
 
 from shadow_backfill.cli import app
+from shadow_backfill.report.document import ReportDoc
 
 
 def test_demo_recomputes_validates_and_reports(backend: Backend, tmp_path: Path) -> None:
@@ -30,6 +31,7 @@ def test_demo_recomputes_validates_and_reports(backend: Backend, tmp_path: Path)
     # judged by the demo's change contract: spend moved by about 2% as declared, and on the bad
     # day the score column changed although nothing declared it
     doc = json.loads((demo / "report" / "report.json").read_text())
+    ReportDoc.model_validate(doc)  # the published schema (docs/report.schema.json) holds
     parts = {p["partition"]: p for p in doc["partitions"]}
     good = next(c for c in parts["2024-01-01"]["checks"] if c["name"] == "mean_change_pct" and c["column"] == "spend")
     assert good["status"] == "pass" and 1.5 < good["observed"] < 2.5

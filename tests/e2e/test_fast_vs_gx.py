@@ -117,14 +117,15 @@ def test_validator_uniqueness_and_job_count_match_gx(frame: Any) -> None:
     for d, text in zip(DAYS, texts, strict=True):
         reference = {o.expectation: o.success for o in evaluate_with_gx(frame.filter(F.col("ds") == F.lit(d)), unique)}
         for e in unique:
-            ok, _, detail = judge_unique(e, *profiles[text].unique[e.kwargs["column"]])
+            ok, _, detail = judge_unique(e, profiles[text].unique[e.kwargs["column"]])
             if ok != reference[e.id]:
                 disagreements.append((text, e.id, ok, reference[e.id], detail))
     assert not disagreements, "\n".join(map(str, disagreements))
     alone = unique_counts(frame, F.col("ds").cast("string"), [e.kwargs["column"] for e in unique], texts)
     assert alone == {t: p.unique for t, p in profiles.items()}
     # 'cat' has 3 values per partition, over max_categories=2: not compared by frequency
-    assert all("categories" not in p.columns.get("cat", {}) for p in profiles.values())
+    assert all(p.columns["cat"].categories is None for p in profiles.values() if "cat" in p.columns)
+    assert any("cat" in p.columns for p in profiles.values())
     # shadow == live: no key-level difference, but the 5th has duplicate ids
     dup = {t: p.keys.duplicates for t, p in profiles.items() if p.keys is not None}
     assert len(dup) == len(profiles), "a key diff for every partition"
@@ -137,6 +138,7 @@ def test_keyed_histograms_match_counts_over_every_row(frame: Any) -> None:
     side: they must equal the counts over every row (the path without keys), with shadow
     different from live, and also on the day where ids repeat (counted again from its rows)."""
     from shadow_backfill.validate.drift import DriftProfiler
+    from shadow_backfill.validate.measurements import ColumnMeasurement
 
     shadow = frame.withColumn("x", F.col("x") * 1.5).withColumn(
         "cat", F.when(F.col("n") == 1, F.lit("z")).otherwise(F.col("cat"))
@@ -146,10 +148,11 @@ def test_keyed_histograms_match_counts_over_every_row(frame: Any) -> None:
     plain = DriftProfiler(shadow, frame, partition="ds", keys=[], max_categories=5)
     by_key, by_row = keyed.run(texts), plain.run(texts)
     assert (keyed.jobs, plain.jobs) == (3, 2)  # the 5th, where ids repeat, is counted again
-    metrics = ("hist", "categories", "new", "vanished")  # the counts; the judge computes the statistics
-    for t in texts:
+    for t in texts:  # the counts; the judge computes the statistics
         for c in ("x", "n", "cat"):
-            got, want = by_key[t].columns.get(c, {}), by_row[t].columns.get(c, {})
-            assert {m: got.get(m) for m in metrics} == {m: want.get(m) for m in metrics}, (t, c)
+            got, want = (found[t].columns.get(c, ColumnMeasurement()) for found in (by_key, by_row))
+            assert (got.histogram, got.categories) == (want.histogram, want.categories), (t, c)
     fifth = by_row["2024-01-05"].columns
-    assert fifth["x"]["hist"]["live"] != fifth["x"]["hist"]["shadow"] and "z" in fifth["cat"]["new"]
+    hist, cats = fifth["x"].histogram, fifth["cat"].categories
+    assert hist is not None and hist.live != hist.shadow
+    assert cats is not None and "z" in cats.new

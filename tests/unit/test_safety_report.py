@@ -13,14 +13,14 @@ import subprocess
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
 
 import pytest
 from markdown_it import MarkdownIt
 from support import chromium_dump_dom
 
 from shadow_backfill.report import ReportData, write_reports
-from shadow_backfill.state import StateStore
+from shadow_backfill.state import StateStore, VerdictRecord
+from shadow_backfill.vocabulary import Check, CheckStatus
 
 SCRIPT = "<script>document.body.dataset.pwned='script'</script>"
 IMG = "<img src=x onerror=\"document.body.dataset.pwned='img'\">"
@@ -32,27 +32,20 @@ EVIL = [SCRIPT, IMG, ALERT, ALERT_IMG, QUOTES, PIPES]
 SHADOW = "events_v2"
 
 
-def _check(name: str, column: str | None, status: str, message: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "column": column,
-        "status": status,
-        "observed": message,
-        "threshold": message,
-        "message": message,
-    }
+def _check(name: str, column: str | None, status: str, message: str) -> Check:
+    return Check(name, column, CheckStatus(status), message, message, message)
 
 
-def _verdict(partition: str, column: str, value: str) -> dict[str, Any]:
-    return {
-        "partition": partition,
-        "verdict": "fail",
-        "checks": [
+def _verdict(partition: str, column: str, value: str) -> VerdictRecord:
+    return VerdictRecord(
+        partition,
+        CheckStatus.FAIL,
+        [
             _check(f"suite/0:expect_column_values_to_be_in_set({column})", column, "fail", f"bad value {value}"),
             _check("psi", column, "warn", value),
             _check("keys_added", None, "fail", f"multi\nline {value}"),
         ],
-        "metrics": {
+        {
             "rows": {"live": 10, "shadow": 9},
             "keys": {"added": 1, "removed": 0, "changed": 0, "matched": 9, "duplicates": 0},
             "columns": {
@@ -64,7 +57,7 @@ def _verdict(partition: str, column: str, value: str) -> dict[str, Any]:
                 "amount": {"hist": {"edges": [1.0, 2.0], "live": [1, 2, 3], "shadow": [3, 2, 1]}, "psi": 0.4},
             },
         },
-    }
+    )
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from shadow_backfill.state import StateStore
+from shadow_backfill.state import StateStore, VerdictRecord
 from shadow_backfill.validate.verdict import PartitionVerdict
 from shadow_backfill.vocabulary import Check, CheckStatus, worst
 
@@ -25,7 +25,7 @@ def test_stored_verdict_round_trips_to_typed_checks(tmp_path: Path) -> None:
     verdict = PartitionVerdict("2024-01-01", CheckStatus.FAIL, checks, {"rows": {"live": 2, "shadow": 1}})
     url = f"sqlite:///{tmp_path / 'state.db'}"
     store = StateStore(url)
-    store.save_verdicts(SHADOW, [verdict.as_dict()])
+    store.save_verdicts(SHADOW, [VerdictRecord(verdict.partition, verdict.verdict, verdict.checks, verdict.metrics)])
     record = store.verdicts(SHADOW)["2024-01-01"]
     store.close()
     assert record.checks == checks
@@ -42,9 +42,15 @@ def test_stored_verdict_round_trips_to_typed_checks(tmp_path: Path) -> None:
 
 
 def test_old_dict_rows_still_read(tmp_path: Path) -> None:
-    store = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
+    """A check stored before checks had a message still reads (written as an old store holds it)."""
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    store = StateStore(url)
+    store.save_verdicts(SHADOW, [VerdictRecord("p", CheckStatus.WARN, [], {})])
     old = {"name": "live_missing", "column": None, "status": "warn", "observed": 0, "threshold": "policy x"}
-    store.save_verdicts(SHADOW, [{"partition": "p", "verdict": "warn", "checks": [old], "metrics": {}}])
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("update verdicts set checks = :c"), {"c": json.dumps([old])})
+    engine.dispose()
     (check,) = store.verdicts(SHADOW)["p"].reasons
     store.close()
     assert check == Check("live_missing", None, CheckStatus.WARN, 0, "policy x", "")

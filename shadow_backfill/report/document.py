@@ -1,0 +1,223 @@
+"""report.json as types: the document users' scripts read, and its published JSON Schema.
+
+The judge publishes the measurements of `validate/measurements.py` and `validate/changes.py` in
+this form; these models say it field by field, `report_schema()` turns them into the JSON
+Schema published at docs/report.schema.json, and the tests validate every report they write
+against them. `SCHEMA_VERSION` changes only when a field does: `SCHEMA_DIGESTS` records the
+schema each version published, and a test fails when the models change under an old version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shadow_backfill.vocabulary import CheckStatus
+
+SCHEMA_VERSION = 2
+# The fields each schema_version published (`fields_digest`): a test fails when a field is added,
+# removed or made required under a version already published (tests/unit/test_report_schema.py).
+SCHEMA_DIGESTS = {2: "fbc56409db253aed5dfac27282b4cff377eaab7b1ca24e8884484fa4dcca5fb4"}
+
+# Non-finite floats are published as text ("inf", "-inf", "nan"): JSON has no such numbers.
+Number = float | Literal["inf", "-inf", "nan"] | None
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CheckDoc(_Doc):
+    """One check: observed value against threshold (`vocabulary.Check`)."""
+
+    name: str
+    column: str | None
+    status: CheckStatus
+    observed: Any = Field(description="the value judged: a number, a count, a list of values, or null")
+    threshold: str
+    message: str
+
+
+class RowsDoc(_Doc):
+    live: int
+    shadow: int
+
+
+class ColumnDiffDoc(_Doc):
+    """`measurements.ColumnDiff`: changed keys and, for numbers, the differences."""
+
+    changed: int
+    max_abs_diff: Number = None
+    mean_abs_diff: Number = None
+
+
+class KeyDiffDoc(_Doc):
+    """`measurements.KeyDiff`."""
+
+    added: int
+    removed: int
+    matched: int
+    changed: int
+    duplicates: int
+    changed_by_column: dict[str, int]
+    by_column: dict[str, ColumnDiffDoc]
+
+
+class NoKeysDoc(_Doc):
+    """No key columns configured: no key diff (published as `{}`)."""
+
+
+class HistogramDoc(_Doc):
+    """`measurements.Histogram`."""
+
+    edges: list[Number]
+    live: list[float]
+    shadow: list[float]
+    edges_every: int
+
+
+class CategoriesDoc(_Doc):
+    live: dict[str, int]
+    shadow: dict[str, int]
+
+
+class ColumnDoc(_Doc):
+    """`measurements.ColumnMeasurement` and the judge's `distributions.Distribution`: a field is
+    absent where it was not measured (a side without the column or rows, a non-numeric
+    column's moments, a numeric column's categories)."""
+
+    live_null_rate: float | None = None
+    live_count: int | None = None
+    shadow_null_rate: float | None = None
+    shadow_count: int | None = None
+    live_mean: Number = None
+    live_std: Number = None
+    live_sum: Number = None
+    shadow_mean: Number = None
+    shadow_std: Number = None
+    shadow_sum: Number = None
+    hist: HistogramDoc | None = None
+    categories: CategoriesDoc | None = None
+    new: list[str] | None = None
+    vanished: list[str] | None = None
+    psi: Number = None
+    ks: Number = None
+    js_distance: Number = None
+    drift_pvalue: Number = None
+
+
+class ColumnChangeDoc(_Doc):
+    """`changes.ColumnChange`."""
+
+    matched: int | None
+    changed: int | None
+    changed_share: Number
+    mean_live: Number
+    mean_shadow: Number
+    mean_change: Number
+    mean_change_pct: Number
+    sum_change_pct: Number
+    max_abs_diff: Number
+    mean_abs_diff: Number
+    null_rate_live: Number
+    null_rate_shadow: Number
+    null_rate_change: Number
+
+
+class SampleDoc(_Doc):
+    """`measurements.Sample`."""
+
+    keys: dict[str, Any]
+    column: str
+    live: Any
+    shadow: Any
+
+
+class SchemaChangesDoc(_Doc):
+    added: list[str]
+    removed: list[str]
+    retyped: list[list[str]] = Field(description="[column, live type, shadow type]")
+
+
+class MetricsDoc(_Doc):
+    """Everything measured on one partition, as the judge published it (empty for a partition
+    that was never measured, e.g. not recomputed)."""
+
+    rows: RowsDoc | None = None
+    columns: dict[str, ColumnDoc] = Field(default_factory=dict)
+    keys: KeyDiffDoc | NoKeysDoc | None = None
+    column_changes: dict[str, ColumnChangeDoc] = Field(default_factory=dict)
+    samples: list[SampleDoc] = Field(default_factory=list)
+    schema_: SchemaChangesDoc | None = Field(default=None, alias="schema")
+
+
+class PartitionDoc(_Doc):
+    partition: str
+    verdict: CheckStatus
+    shadow_version: int | None
+    partition_version: int | None
+    live_version: int | None
+    validation_id: str | None
+    validated_at: str | None
+    rows: RowsDoc | dict[str, int]
+    reasons: list[CheckDoc]
+    checks: list[CheckDoc]
+    column_changes: dict[str, ColumnChangeDoc]
+    samples: list[SampleDoc]
+    metrics: MetricsDoc
+
+
+class ReportDoc(_Doc):
+    """report.json."""
+
+    schema_version: Literal[2]
+    report_id: str
+    generated_at: str
+    live_table: str
+    shadow_table: str
+    format: str
+    summary: dict[str, int]
+    partitions: list[PartitionDoc]
+
+
+def report_schema() -> dict[str, Any]:
+    """The JSON Schema of report.json (docs/report.schema.json)."""
+    schema = ReportDoc.model_json_schema(by_alias=True)
+    schema["title"] = f"shadow-backfill report.json, schema_version {SCHEMA_VERSION}"
+    return schema
+
+
+def schema_text() -> str:
+    """The published file's text (`python -c "from shadow_backfill.report.document import
+    schema_text; print(schema_text(), end='')" > docs/report.schema.json`)."""
+    return json.dumps(report_schema(), indent=2, sort_keys=True) + "\n"
+
+
+def published_fields() -> dict[str, list[str]]:
+    """Every model of the document with its fields (a `*` marks a required one)."""
+    out: dict[str, list[str]] = {}
+    todo: list[type[BaseModel]] = [ReportDoc]
+    while todo:
+        model = todo.pop()
+        if model.__name__ in out:
+            continue
+        fields = model.model_fields
+        out[model.__name__] = sorted(f"{f.alias or n}{'*' if f.is_required() else ''}" for n, f in fields.items())
+        for f in fields.values():
+            todo += [t for t in _models_in(f.annotation)]
+    return out
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in getattr(annotation, "__args__", ()) for m in _models_in(arg)]
+
+
+def fields_digest() -> str:
+    """sha256 of `published_fields()`: what `SCHEMA_DIGESTS` records per version (a change of
+    pydantic's rendering of the schema does not change it; a change of a field does)."""
+    return hashlib.sha256(json.dumps(published_fields(), sort_keys=True).encode()).hexdigest()

@@ -1,0 +1,119 @@
+"""report.json is typed and its JSON Schema published: what the judge writes validates against
+the document's models, the models say the same fields as the measurement types they publish,
+the published schema file is the models' own, and `schema_version` moves when a field does."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from shadow_backfill.config import ExpectedChange, ValidationSpec
+from shadow_backfill.report.document import (
+    SCHEMA_DIGESTS,
+    SCHEMA_VERSION,
+    ColumnChangeDoc,
+    ColumnDiffDoc,
+    HistogramDoc,
+    KeyDiffDoc,
+    ReportDoc,
+    SampleDoc,
+    fields_digest,
+    schema_text,
+)
+from shadow_backfill.report.model import ReportData, report_json
+from shadow_backfill.state import VerdictRecord
+from shadow_backfill.validate.changes import ColumnChange
+from shadow_backfill.validate.measurements import (
+    Categories,
+    ColumnDiff,
+    ColumnMeasurement,
+    ColumnPlan,
+    Histogram,
+    KeyDiff,
+    Moments,
+    PartitionProfile,
+    Sample,
+    SideStats,
+)
+from shadow_backfill.validate.verdict import Judge, PartitionVerdict
+
+SCHEMA_FILE = Path(__file__).parents[2] / "docs" / "report.schema.json"
+PLAN = ColumnPlan(
+    numeric=["amount"], categorical=["label"], compared=["amount", "label"], added=["score"], removed=[], retyped=[]
+)
+
+
+def _profile(name: str, *, live_rows: int = 200, keys: bool = True) -> PartitionProfile:
+    side = SideStats(200, 0.0, Moments(10.0, 2.0, 2000.0))
+    prof = PartitionProfile(name, live_rows=live_rows, shadow_rows=200)
+    prof.columns["amount"] = ColumnMeasurement(
+        side if live_rows else None,
+        side,
+        Histogram(tuple(float(i) for i in range(9)), (20.0,) * 10, (20.0,) * 10),
+    )
+    prof.columns["label"] = ColumnMeasurement(
+        SideStats(200, 0.0), SideStats(200, 0.0), categories=Categories({"a": 200}, {"a": 150, "b": 50})
+    )
+    prof.columns["score"] = ColumnMeasurement(shadow=SideStats(190, 0.05))
+    if keys:
+        by_column = {"amount": ColumnDiff(3, (float("inf"), 1.5)), "label": ColumnDiff(0)}
+        prof.keys = KeyDiff(matched=200, changed=3, by_column=by_column)
+        prof.samples = [Sample({"id": 7}, "amount", 1.0, 2.5)]
+    return prof
+
+
+def _verdicts() -> list[PartitionVerdict]:
+    contract = ValidationSpec(expected_changes={"amount": ExpectedChange()})
+    return [
+        Judge(ValidationSpec(), PLAN).judge(_profile("2024-01-01"), []),
+        Judge(contract, PLAN).judge(_profile("2024-01-02"), []),
+        Judge(ValidationSpec(), PLAN).judge(_profile("2024-01-03", live_rows=0), []),
+        Judge(ValidationSpec(), PLAN).judge(_profile("2024-01-04", keys=False), []),
+    ]
+
+
+def test_what_the_judge_publishes_validates_against_the_document() -> None:
+    records = [VerdictRecord(v.partition, v.verdict, v.checks, v.metrics) for v in _verdicts()]
+    records.append(VerdictRecord("2024-01-05", records[0].checks[0].status, [], {}))  # never measured
+    document = json.loads(json.dumps(report_json(ReportData("live", "shadow", "delta", records)), default=str))
+    parsed = ReportDoc.model_validate(document)
+    assert [p.partition for p in parsed.partitions] == [r.partition for r in records]
+    first = parsed.partitions[0].metrics
+    assert first.keys is not None and isinstance(first.keys, KeyDiffDoc)
+    assert first.keys.by_column["amount"].max_abs_diff == "inf", "non-finite floats are published as text"
+    assert first.columns["score"].live_count is None, "an added column has no live side"
+    document["partitions"][0]["metrics"]["columns"]["amount"]["psi_typo"] = 0.1
+    with pytest.raises(ValueError, match="psi_typo"):
+        ReportDoc.model_validate(document)
+
+
+@pytest.mark.parametrize(
+    ("doc", "published"),
+    [(ColumnChangeDoc, ColumnChange), (SampleDoc, Sample), (HistogramDoc, Histogram)],
+)
+def test_the_document_says_the_fields_of_the_types_it_publishes(doc: type, published: type) -> None:
+    assert set(doc.model_fields) == {f.name for f in dataclasses.fields(published)}
+
+
+def test_key_and_column_diffs_publish_every_field_and_no_other() -> None:
+    assert {f.name for f in dataclasses.fields(KeyDiff)} <= set(KeyDiffDoc.model_fields)
+    published = ColumnDiff(1, (2.0, 1.0)).as_dict()
+    assert set(published) == set(ColumnDiffDoc.model_fields)
+
+
+def test_the_published_schema_is_the_documents_own() -> None:
+    assert SCHEMA_FILE.read_text() == schema_text(), (
+        "docs/report.schema.json is stale: regenerate it with "
+        "python -c \"from shadow_backfill.report.document import schema_text; print(schema_text(), end='')\" "
+        "> docs/report.schema.json"
+    )
+
+
+def test_schema_version_moves_when_a_field_does() -> None:
+    assert SCHEMA_DIGESTS.get(SCHEMA_VERSION) == fields_digest(), (
+        f"report.json's fields changed under schema_version {SCHEMA_VERSION}, which users' scripts already read: "
+        f"bump SCHEMA_VERSION and record {fields_digest()} for it in SCHEMA_DIGESTS"
+    )
