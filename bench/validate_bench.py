@@ -74,8 +74,8 @@ def run_fast(bf: Any, keys: list[str]) -> tuple[float, dict[str, str], dict[str,
 
 def run_naive(bf: Any, keys: list[str]) -> tuple[float, dict[str, bool]]:
     from shadow_backfill.validate.distributions import distribution
-    from shadow_backfill.validate.drift import DriftProfiler
-    from shadow_backfill.validate.reference import evaluate_with_gx
+    from shadow_backfill.validate.gx_reference import evaluate_with_gx
+    from shadow_backfill.validate.measure.fast import FastMeasurer
     from shadow_backfill.validate.suites import load_suites
 
     expectations = [e for s in load_suites(bf.config) for e in s.expectations]
@@ -89,7 +89,7 @@ def run_naive(bf: Any, keys: list[str]) -> tuple[float, dict[str, bool]]:
         live = fmt.read_partitions(bf.live_table, [k], live_v)
         outcomes = evaluate_with_gx(shadow, expectations)
         text = scheme.column_text(k)
-        profiles = DriftProfiler(shadow, live, partition="ds", keys=bf.config.keys, max_categories=50).run([text])
+        profiles = FastMeasurer(shadow, live, partition="ds", keys=bf.config.keys, max_categories=50).run([text])
         [distribution(m) for m in profiles[text].columns.values()]  # the judge's statistics, as the fast path's
         passed[k] = all(o.success for o in outcomes)
     return time.perf_counter() - t, passed

@@ -5,7 +5,7 @@ row counts, column means). Each is compiled to aggregate columns that ride along
 grouped pass over the shadow table, and judged with GX's own rules (the `mostly` ratio over
 non-null values, vacuous success on no values, strict bounds). Uniqueness is counted by the
 facts job (`facts_job.py`, the validator's own computation), all columns in one grouping;
-anything else falls back to GX's per-partition evaluation (`reference.py`). A differential
+anything else falls back to GX's per-partition evaluation (`gx_reference.py`). A differential
 test keeps the two in agreement.
 """
 
@@ -20,7 +20,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from shadow_backfill.validate.facts_job import unique_counts
+from shadow_backfill.validate.measure.facts_job import unique_counts
 from shadow_backfill.validate.measurements import Outcome, Uniqueness
 from shadow_backfill.validate.suites import Expectation
 
@@ -196,7 +196,7 @@ def evaluate_fast(
     """Every expectation for every partition in grouped passes: one aggregation for the
     compiled expectations, one facts job for every uniqueness expectation, GX per partition
     for the rest."""
-    from shadow_backfill.validate.reference import evaluate_with_gx
+    from shadow_backfill.validate.gx_reference import evaluate_with_gx
 
     compiled, unique, gx_only = split_supported(expectations)
     out: dict[str, list[Outcome]] = {t: [] for t in texts}

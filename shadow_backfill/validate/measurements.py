@@ -1,7 +1,7 @@
 """The typed measurements a validation hands from its Spark jobs to its judge.
 
-The jobs (`profile_job`, `facts_job`, `expectations`) fill these in; the judge (`verdict`) and
-the reports read only these. Nothing here imports PySpark, so grading is pure code, tested
+The measurers (`measure/`) fill these in; the judge (`judge`) reads only these, and publishes
+them in report.json (`as_dict`). Nothing here imports PySpark, so grading is pure code, tested
 without a JVM (the unit tier).
 """
 

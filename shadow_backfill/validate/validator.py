@@ -19,7 +19,6 @@ from shadow_backfill.errors import ConfigError, TableNotFoundError, UsageError
 from shadow_backfill.formats.base import TableFormat
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.state import StateStore, VerdictRecord
-from shadow_backfill.validate.drift import DriftProfiler
 from shadow_backfill.validate.expectations import (
     evaluate_fast,
     judge_compiled,
@@ -27,9 +26,10 @@ from shadow_backfill.validate.expectations import (
     outcome,
     split_supported,
 )
-from shadow_backfill.validate.profile_job import decile_every
+from shadow_backfill.validate.judge import Check, Judge, PartitionVerdict
+from shadow_backfill.validate.measure.fast import FastMeasurer
+from shadow_backfill.validate.measure.profile_job import decile_every
 from shadow_backfill.validate.suites import Suite, check_columns, load_suites
-from shadow_backfill.validate.verdict import Check, Judge, PartitionVerdict
 from shadow_backfill.vocabulary import VERDICTS, CheckStatus, PartitionStatus
 
 
@@ -188,7 +188,7 @@ class Validator:
         # Compiled expectations ride along in the profile job and uniqueness in the facts job:
         # only expectations GX alone can evaluate cost work of their own.
         extra = {name: col for c in compiled for name, col in c.aggs.items()}
-        profiler = DriftProfiler(
+        profiler = FastMeasurer(
             shadow,
             live,
             partition=self.scheme.column,

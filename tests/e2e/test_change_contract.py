@@ -16,10 +16,10 @@ from typer.testing import CliRunner
 
 from shadow_backfill import Backfill, ConfigError
 from shadow_backfill.cli import app
-from shadow_backfill.validate import sample_cut
-from shadow_backfill.validate.facts_spec import _threshold, bin_of
-from shadow_backfill.validate.profile_job import DECILE_SAMPLE, decile_every
-from shadow_backfill.validate.verdict import PartitionVerdict
+from shadow_backfill.validate.judge import PartitionVerdict
+from shadow_backfill.validate.measure import sample_cut
+from shadow_backfill.validate.measure.facts_spec import _threshold, bin_of
+from shadow_backfill.validate.measure.profile_job import DECILE_SAMPLE, decile_every
 
 # The judge works on the rows read, whatever their format: one backend per Spark engine.
 pytestmark = pytest.mark.per_engine

@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from shadow_backfill.validate.expectations import evaluate_fast, split_supported
-from shadow_backfill.validate.reference import evaluate_with_gx
+from shadow_backfill.validate.gx_reference import evaluate_with_gx
 from shadow_backfill.validate.suites import Expectation
 
 DAYS = [dt.date(2024, 1, d) for d in range(1, 7)]
@@ -102,12 +102,12 @@ def test_validator_uniqueness_and_job_count_match_gx(frame: Any) -> None:
     path from the same job over one frame: hold the union path to GX too, the two paths to the
     same counts, and the profiler to its two Spark jobs (and a third that counts the histograms of
     the day where a key repeats again, from its rows)."""
-    from shadow_backfill.validate.drift import DriftProfiler
     from shadow_backfill.validate.expectations import judge_unique
-    from shadow_backfill.validate.facts_job import unique_counts
+    from shadow_backfill.validate.measure.facts_job import unique_counts
+    from shadow_backfill.validate.measure.fast import FastMeasurer
 
     unique = [e for suite in CORPUS for e in suite if e.type == "expect_column_values_to_be_unique"]
-    profiler = DriftProfiler(
+    profiler = FastMeasurer(
         frame, frame, partition="ds", keys=["id"], max_categories=2, unique_columns=[e.kwargs["column"] for e in unique]
     )
     texts = [d.isoformat() for d in DAYS]
@@ -137,15 +137,15 @@ def test_keyed_histograms_match_counts_over_every_row(frame: Any) -> None:
     """With keys, histograms and category frequencies are counted from one value per key and
     side: they must equal the counts over every row (the path without keys), with shadow
     different from live, and also on the day where ids repeat (counted again from its rows)."""
-    from shadow_backfill.validate.drift import DriftProfiler
+    from shadow_backfill.validate.measure.fast import FastMeasurer
     from shadow_backfill.validate.measurements import ColumnMeasurement
 
     shadow = frame.withColumn("x", F.col("x") * 1.5).withColumn(
         "cat", F.when(F.col("n") == 1, F.lit("z")).otherwise(F.col("cat"))
     )
     texts = [d.isoformat() for d in DAYS]
-    keyed = DriftProfiler(shadow, frame, partition="ds", keys=["id"], max_categories=5)
-    plain = DriftProfiler(shadow, frame, partition="ds", keys=[], max_categories=5)
+    keyed = FastMeasurer(shadow, frame, partition="ds", keys=["id"], max_categories=5)
+    plain = FastMeasurer(shadow, frame, partition="ds", keys=[], max_categories=5)
     by_key, by_row = keyed.run(texts), plain.run(texts)
     assert (keyed.jobs, plain.jobs) == (3, 2)  # the 5th, where ids repeat, is counted again
     for t in texts:  # the counts; the judge computes the statistics

@@ -15,13 +15,13 @@ import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from shadow_backfill.validate import key_facts, sample_cut
-from shadow_backfill.validate.drift import DriftProfiler
-from shadow_backfill.validate.facts_job import facts_frame
-from shadow_backfill.validate.facts_spec import edges_frame, fact_list
+from shadow_backfill.validate.measure import key_facts, sample_cut
+from shadow_backfill.validate.measure.facts_job import facts_frame
+from shadow_backfill.validate.measure.facts_spec import edges_frame, fact_list
+from shadow_backfill.validate.measure.fast import FastMeasurer
+from shadow_backfill.validate.measure.plan import PARTITION_COLUMN
+from shadow_backfill.validate.measure.profile_job import run_profile
 from shadow_backfill.validate.measurements import PartitionProfile
-from shadow_backfill.validate.plan import PARTITION_COLUMN
-from shadow_backfill.validate.profile_job import run_profile
 
 pytestmark = pytest.mark.classic
 ROWS = 200  # per side, over two partitions and four input splits: the plan has real shuffles
@@ -51,7 +51,7 @@ def _groupings(spark: Any, live_rows: int) -> Counter[str]:
     """How many times the facts job's plan aggregates by each set of columns (its partial
     aggregations, named by their grouping columns); `live_rows` as the validation counts them."""
     shadow, live = _sides(spark)
-    profiler = DriftProfiler(shadow, live, partition="ds", keys=["id"], max_categories=10, sample_rows=5)
+    profiler = FastMeasurer(shadow, live, partition="ds", keys=["id"], max_categories=10, sample_rows=5)
     edges = run_profile(profiler.union, profiler.plan, {}, {t: PartitionProfile(t) for t in ("0", "1")}, 1, ["id"])
     assert edges, "no live deciles: the bins branch, which a trick is for, would not be planned"
     spec = profiler.facts

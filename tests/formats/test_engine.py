@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from support import Backend, MakeBackfill
 
-from shadow_backfill.validate.capabilities import engine_capabilities
+from shadow_backfill.validate.measure.capabilities import engine_capabilities
 
 
 def test_engine_capabilities_are_probed_once_per_session(make: MakeBackfill, backend: Backend) -> None:

@@ -1,9 +1,9 @@
 """The fast measuring jobs against the reference measurer, on every backend: the same
 measurements from two unrelated ways of computing them.
 
-The fast jobs (`DriftProfiler`: one grouping by key, binary-searched bins, pairs of bins coded
+The fast jobs (`FastMeasurer`: one grouping by key, binary-searched bins, pairs of bins coded
 in one number, per-key histograms recounted where a key repeats) are where a wrong count would
-hide; the reference (`validate/reference_measurer.py`) is a null-safe full outer join and plain
+hide; the reference (`validate/measure/reference.py`) is a null-safe full outer join and plain
 groupings. They must agree exactly on every count and on the deciles (below 10,000 rows a
 classic engine's `percentile_approx` is exact; Sail's is a t-digest, so there each decile is
 held only to be ascending and in live's range: its bins are then counted by both on its edges),
@@ -26,9 +26,9 @@ from typing import Any
 import pytest
 from support import Backend, MakeBackfill
 
-from shadow_backfill.validate.drift import DriftProfiler
+from shadow_backfill.validate.measure.fast import FastMeasurer
+from shadow_backfill.validate.measure.reference import ReferenceMeasurer
 from shadow_backfill.validate.measurements import Histogram, PartitionProfile
-from shadow_backfill.validate.reference_measurer import ReferenceMeasurer
 
 SCHEMA = "id long, ds date, amount double, qty int, label string, flag boolean, note string"
 DAYS = [dt.date(2024, 3, d) for d in range(1, 8)]
@@ -158,7 +158,7 @@ def test_fast_measurements_equal_the_reference(make: MakeBackfill, backend: Back
     shadow = fmt.read_partitions(bf.shadow_table, keys)
     live = fmt.read_partitions(bf.live_table, keys)
     options: dict[str, Any] = {"keys": ["id"], "max_categories": max_categories, "tolerance": TOLERANCE}
-    fast = DriftProfiler(shadow, live, partition="ds", unique_columns=["id", "label"], **options).run(keys)
+    fast = FastMeasurer(shadow, live, partition="ds", unique_columns=["id", "label"], **options).run(keys)
     reference = ReferenceMeasurer("ds", unique_columns=["id", "label"], **options)
     sketched = backend.name.endswith("-sail")  # DataFusion's percentile is a t-digest
     exact = reference.measure(shadow, live, keys)

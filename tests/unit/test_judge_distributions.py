@@ -6,6 +6,7 @@ from __future__ import annotations
 from shadow_backfill.config import ValidationSpec
 from shadow_backfill.validate import stats
 from shadow_backfill.validate.distributions import distribution
+from shadow_backfill.validate.judge import Judge
 from shadow_backfill.validate.measurements import (
     Categories,
     ColumnMeasurement,
@@ -14,7 +15,6 @@ from shadow_backfill.validate.measurements import (
     PartitionProfile,
     SideStats,
 )
-from shadow_backfill.validate.verdict import Judge
 from shadow_backfill.vocabulary import CheckStatus
 
 LIVE = [100.0] * 10  # a histogram over the live deciles: 100 values in each bin

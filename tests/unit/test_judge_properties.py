@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shadow_backfill.config import ExpectedChange, Threshold, ValidationSpec
+from shadow_backfill.validate.judge import Judge, grade
 from shadow_backfill.validate.measurements import (
     ColumnDiff,
     ColumnMeasurement,
@@ -22,7 +23,6 @@ from shadow_backfill.validate.measurements import (
     PartitionProfile,
     SideStats,
 )
-from shadow_backfill.validate.verdict import Judge, grade
 from shadow_backfill.vocabulary import CheckStatus, worst
 
 S = CheckStatus

@@ -26,6 +26,7 @@ from shadow_backfill.report.document import (
 from shadow_backfill.report.model import ReportData, report_json
 from shadow_backfill.state import VerdictRecord
 from shadow_backfill.validate.changes import ColumnChange
+from shadow_backfill.validate.judge import Judge, PartitionVerdict
 from shadow_backfill.validate.measurements import (
     Categories,
     ColumnDiff,
@@ -38,7 +39,6 @@ from shadow_backfill.validate.measurements import (
     Sample,
     SideStats,
 )
-from shadow_backfill.validate.verdict import Judge, PartitionVerdict
 
 SCHEMA_FILE = Path(__file__).parents[2] / "docs" / "report.schema.json"
 PLAN = ColumnPlan(

@@ -9,7 +9,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from shadow_backfill.state import StateStore, VerdictRecord
-from shadow_backfill.validate.verdict import PartitionVerdict
+from shadow_backfill.validate.judge import PartitionVerdict
 from shadow_backfill.vocabulary import Check, CheckStatus, worst
 
 SHADOW = "lake.events__shadow_v2"

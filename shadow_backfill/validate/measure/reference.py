@@ -11,7 +11,7 @@ compute them, as a diff tool would (datacompy's Spark comparison joins both tabl
 - The categories and the uniqueness counts: a grouping by value.
 
 It runs a job or more per kind of measurement and a join of both tables: it is the oracle the
-fast jobs (`drift.DriftProfiler`) are held to on every backend
+fast jobs (`fast.FastMeasurer`) are held to on every backend
 (`tests/formats/test_measure_reference.py`), never a path of a validation. It measures neither
 the samples (a ranking, not a count) nor the expectations' aggregates (held to GX by
 `tests/e2e/test_fast_vs_gx.py`).
@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from shadow_backfill.validate.measure.plan import QUANTILES, plan_columns
 from shadow_backfill.validate.measurements import (
     Categories,
     ColumnDiff,
@@ -37,7 +38,6 @@ from shadow_backfill.validate.measurements import (
     SideStats,
     Uniqueness,
 )
-from shadow_backfill.validate.plan import QUANTILES, plan_columns
 
 Edges = Mapping[str, Mapping[str, Sequence[float]]]  # partition text -> numeric column -> deciles
 

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
-from shadow_backfill.validate.capabilities import engine_capabilities
+from shadow_backfill.validate.measure.capabilities import engine_capabilities
+from shadow_backfill.validate.measure.plan import PARTITION_COLUMN, QUANTILES, SHADOW_FLAG, as_text, is_side, side_name
 from shadow_backfill.validate.measurements import ColumnPlan, Moments, PartitionProfile, SideStats
-from shadow_backfill.validate.plan import PARTITION_COLUMN, QUANTILES, SHADOW_FLAG, as_text, is_side, side_name
 
 Edges = dict[str, dict[str, list[float]]]  # partition text -> numeric column -> live deciles
 

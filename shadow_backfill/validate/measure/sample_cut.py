@@ -23,8 +23,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import NumericType
 
-from shadow_backfill.validate.facts_spec import Diff, FactsSpec
-from shadow_backfill.validate.plan import PARTITION_COLUMN
+from shadow_backfill.validate.measure.facts_spec import Diff, FactsSpec
+from shadow_backfill.validate.measure.plan import PARTITION_COLUMN
 
 MAX_BUCKETS = 64  # above this many samples per partition there is no cut: every change is ranked
 # Below this many live rows in all, every change is ranked: the cut's extra stages and its wait

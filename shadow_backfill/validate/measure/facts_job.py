@@ -19,8 +19,16 @@ from typing import Any
 from pyspark.sql import DataFrame, Row, Window
 from pyspark.sql import functions as F
 
-from shadow_backfill.validate.facts_spec import FACT_INDEX, N_BINS, Edges, Fact, FactsSpec, edges_frame, fact_list
-from shadow_backfill.validate.key_facts import (
+from shadow_backfill.validate.measure.facts_spec import (
+    FACT_INDEX,
+    N_BINS,
+    Edges,
+    Fact,
+    FactsSpec,
+    edges_frame,
+    fact_list,
+)
+from shadow_backfill.validate.measure.key_facts import (
     SampleRow,
     by_key,
     key_bins,
@@ -32,6 +40,16 @@ from shadow_backfill.validate.key_facts import (
     read_key_facts,
     read_sample,
 )
+from shadow_backfill.validate.measure.plan import (
+    PARTITION_COLUMN,
+    SHADOW_FLAG,
+    as_text,
+    is_side,
+    partition_values,
+    side_name,
+    tag,
+)
+from shadow_backfill.validate.measure.sample_cut import cuts_for
 from shadow_backfill.validate.measurements import (
     Categories,
     ColumnDiff,
@@ -41,16 +59,6 @@ from shadow_backfill.validate.measurements import (
     Sample,
     Uniqueness,
 )
-from shadow_backfill.validate.plan import (
-    PARTITION_COLUMN,
-    SHADOW_FLAG,
-    as_text,
-    is_side,
-    partition_values,
-    side_name,
-    tag,
-)
-from shadow_backfill.validate.sample_cut import cuts_for
 
 __all__ = ["FactsSpec", "run_facts", "unique_counts"]
 

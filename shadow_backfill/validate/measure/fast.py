@@ -1,4 +1,4 @@
-"""Drift of every shadow partition against the same live partition, in two Spark jobs.
+"""The fast measurer: every shadow partition against the same live partition, in two Spark jobs.
 
 However many partitions are validated, the work is two jobs over the union of shadow and live:
 the profile (`profile_job.py`: counts, nulls, moments, live deciles, compiled expectations) and
@@ -22,15 +22,15 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegralType
 
-from shadow_backfill.validate.facts_job import FactsSpec, run_facts
+from shadow_backfill.validate.measure.facts_job import FactsSpec, run_facts
+from shadow_backfill.validate.measure.plan import plan_columns, tag
+from shadow_backfill.validate.measure.profile_job import run_profile
 from shadow_backfill.validate.measurements import ColumnPlan, PartitionProfile
-from shadow_backfill.validate.plan import plan_columns, tag
-from shadow_backfill.validate.profile_job import run_profile
 
-__all__ = ["ColumnPlan", "DriftProfiler", "PartitionProfile", "plan_columns"]
+__all__ = ["ColumnPlan", "FastMeasurer", "PartitionProfile", "plan_columns"]
 
 
-class DriftProfiler:
+class FastMeasurer:
     """Runs the two grouped jobs for one (shadow, live) pair of partition sets."""
 
     def __init__(

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Row, Window
 from pyspark.sql import functions as F
 
-from shadow_backfill.validate.facts_spec import FACT_INDEX, Diff, Fact, FactsSpec, bin_of, diffs
+from shadow_backfill.validate.measure.facts_spec import FACT_INDEX, Diff, Fact, FactsSpec, bin_of, diffs
+from shadow_backfill.validate.measure.plan import PARTITION_COLUMN, SHADOW_FLAG, is_side
+from shadow_backfill.validate.measure.sample_cut import Cuts, bests, bound, kept, with_bounds
 from shadow_backfill.validate.measurements import ColumnDiff, KeyDiff, Uniqueness
-from shadow_backfill.validate.plan import PARTITION_COLUMN, SHADOW_FLAG, is_side
-from shadow_backfill.validate.sample_cut import Cuts, bests, bound, kept, with_bounds
 
 
 def key_names(spec: FactsSpec) -> list[str]:

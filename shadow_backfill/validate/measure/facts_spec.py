@@ -17,7 +17,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType
 
-from shadow_backfill.validate.plan import PARTITION_COLUMN, QUANTILES, is_side
+from shadow_backfill.validate.measure.plan import PARTITION_COLUMN, QUANTILES, is_side
 
 Edges = Mapping[str, Mapping[str, list[float]]]
 N_BINS = len(QUANTILES) + 1
