@@ -188,7 +188,7 @@ class Validator:
         # Compiled expectations ride along in the profile job and uniqueness in the facts job:
         # only expectations GX alone can evaluate cost work of their own.
         extra = {name: col for c in compiled for name, col in c.aggs.items()}
-        profiler = FastMeasurer(
+        measurer = FastMeasurer(
             shadow,
             live,
             partition=self.scheme.column,
@@ -202,15 +202,15 @@ class Validator:
             expected=list(self.config.validation.expected_changes),
             decile_every=decile_every,
         )
-        self._check_contract(profiler.plan.compared)
+        self._check_contract(measurer.plan.compared)
         text_of = {k: self.scheme.column_text(k) for k in keys}
         texts = list(text_of.values())
-        profiles = profiler.run(texts)
+        profiles = measurer.run(texts)
         done = {c.expectation.id for c in compiled} | {e.id for e in unique}
         others = [e for e in expectations if e.id not in done]
         other_outcomes = evaluate_fast(shadow, self.scheme.key_column(), others, texts)
 
-        judge = Judge(self.config.validation, profiler.plan)
+        judge = Judge(self.config.validation, measurer.plan)
         out = []
         for k in keys:
             prof = profiles[text_of[k]]

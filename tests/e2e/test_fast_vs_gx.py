@@ -100,19 +100,19 @@ def test_fast_path_matches_gx(frame: Any, suite: int) -> None:
 def test_validator_uniqueness_and_job_count_match_gx(frame: Any) -> None:
     """The validator judges uniqueness from the facts job over the shadow/live union, the fast
     path from the same job over one frame: hold the union path to GX too, the two paths to the
-    same counts, and the profiler to its two Spark jobs (and a third that counts the histograms of
+    same counts, and the measurer to its two Spark jobs (and a third that counts the histograms of
     the day where a key repeats again, from its rows)."""
     from shadow_backfill.validate.expectations import judge_unique
     from shadow_backfill.validate.measure.facts_job import unique_counts
     from shadow_backfill.validate.measure.fast import FastMeasurer
 
     unique = [e for suite in CORPUS for e in suite if e.type == "expect_column_values_to_be_unique"]
-    profiler = FastMeasurer(
+    measurer = FastMeasurer(
         frame, frame, partition="ds", keys=["id"], max_categories=2, unique_columns=[e.kwargs["column"] for e in unique]
     )
     texts = [d.isoformat() for d in DAYS]
-    profiles = profiler.run(texts)
-    assert profiler.jobs == 3
+    profiles = measurer.run(texts)
+    assert measurer.jobs == 3
     disagreements = []
     for d, text in zip(DAYS, texts, strict=True):
         reference = {o.expectation: o.success for o in evaluate_with_gx(frame.filter(F.col("ds") == F.lit(d)), unique)}

@@ -51,12 +51,12 @@ def _groupings(spark: Any, live_rows: int) -> Counter[str]:
     """How many times the facts job's plan aggregates by each set of columns (its partial
     aggregations, named by their grouping columns); `live_rows` as the validation counts them."""
     shadow, live = _sides(spark)
-    profiler = FastMeasurer(shadow, live, partition="ds", keys=["id"], max_categories=10, sample_rows=5)
-    edges = run_profile(profiler.union, profiler.plan, {}, {t: PartitionProfile(t) for t in ("0", "1")}, 1, ["id"])
+    measurer = FastMeasurer(shadow, live, partition="ds", keys=["id"], max_categories=10, sample_rows=5)
+    edges = run_profile(measurer.union, measurer.plan, {}, {t: PartitionProfile(t) for t in ("0", "1")}, 1, ["id"])
     assert edges, "no live deciles: the bins branch, which a trick is for, would not be planned"
-    spec = profiler.facts
-    thresholds = edges_frame(spark, spec, edges, profiler.union.schema[PARTITION_COLUMN].dataType)
-    df = facts_frame(profiler.union, spec, fact_list(spec, True), thresholds, live_rows)
+    spec = measurer.facts
+    thresholds = edges_frame(spark, spec, edges, measurer.union.schema[PARTITION_COLUMN].dataType)
+    df = facts_frame(measurer.union, spec, fact_list(spec, True), thresholds, live_rows)
     plan = str(df._jdf.queryExecution().executedPlan().toString())
     found = re.findall(r"HashAggregate\(keys=\[([^\]]*)\], functions=\[partial_", plan)
     return Counter(re.sub(r"#\d+L?", "", keys) for keys in found)

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from support import Backend, MakeBackfill
 
+from shadow_backfill.validate.measure import sample_cut
 from shadow_backfill.validate.measure.fast import FastMeasurer
 from shadow_backfill.validate.measure.reference import ReferenceMeasurer
 from shadow_backfill.validate.measurements import Histogram, PartitionProfile
@@ -34,6 +35,7 @@ SCHEMA = "id long, ds date, amount double, qty int, label string, flag boolean, 
 DAYS = [dt.date(2024, 3, d) for d in range(1, 8)]
 MAIN, REPEATED, EMPTY, ONE_ROW, NO_LIVE, NO_SHADOW, NULLS = DAYS
 TOLERANCE = (1e-9, 0.0)
+MAX_CATEGORIES = 8
 RELATIVE = 1e-9
 
 
@@ -60,12 +62,17 @@ def _corpus() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
             continue  # removed keys
         shadow.append((i, day, amount, qty, label, flag, note))
     shadow += [(1000 + i, MAIN, 50.0 + i, 1, "l0", True, "new") for i in range(4)]  # added keys
+    for side in (live, shadow):  # not-a-number and infinities, on both sides
+        side += [(2000, MAIN, math.nan, 1, "l0", True, "nan"), (2001, MAIN, math.inf, 1, "l0", True, "inf")]
+        side += [(2002, MAIN, -math.inf, 1, "l0", True, "-inf"), (2003, MAIN, -0.0, 1, "l0", True, "-0")]
     shadow.append((None, MAIN, 1.0, 1, "l1", False, "null key"))
     live.append((None, MAIN, 1.0, 1, "l1", False, "null key"))
     repeated = [_row(i, REPEATED, rnd) for i in range(40)]
     live += repeated
     shadow += repeated + repeated[:4]  # fan-out duplicates: the same rows again
     shadow.append((7, REPEATED, 999.0, *repeated[7][3:]))  # a repeated key with another amount
+    i, day, amount, qty, _, flag, _ = repeated[8]
+    shadow.append((i, day, amount, qty, "l7", flag, None))  # ... another text, and a null
     live += [_row(1, ONE_ROW, rnd)]
     shadow += [(1, ONE_ROW, 2.5, 3, "l1", True, "one")]
     shadow += [_row(i, NO_LIVE, rnd) for i in range(12)]
@@ -79,6 +86,8 @@ def _corpus() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
 def _close(a: float | None, b: float | None) -> bool:
     if a is None or b is None:
         return a is None and b is None
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
     return math.isclose(a, b, rel_tol=RELATIVE, abs_tol=1e-12)
 
 
@@ -97,10 +106,13 @@ def _compare(fast: PartitionProfile, ref: PartitionProfile, sketched: bool) -> l
     if (fast.live_rows, fast.shadow_rows) != (ref.live_rows, ref.shadow_rows):
         bad.append(f"rows {fast.live_rows, fast.shadow_rows} != {ref.live_rows, ref.shadow_rows}")
     fk, rk = fast.keys, ref.keys
-    assert fk is not None and rk is not None
+    if fk is None or rk is None:
+        return bad + ([] if fk is rk else [f"keys {fk} != {rk}"]) + _compare_columns(fast, ref, sketched)
     counts = ("added", "removed", "matched", "changed", "duplicates")
     if [getattr(fk, n) for n in counts] != [getattr(rk, n) for n in counts]:
         bad.append(f"keys {fk} != {rk}")
+    if set(fk.by_column) != set(rk.by_column):
+        bad.append(f"compared columns {sorted(fk.by_column)} != {sorted(rk.by_column)}")
     for c, d in rk.by_column.items():
         f = fk.by_column[c]
         same_diffs = (f.abs_diffs is None) == (d.abs_diffs is None) and (
@@ -108,6 +120,11 @@ def _compare(fast: PartitionProfile, ref: PartitionProfile, sketched: bool) -> l
         )
         if f.changed != d.changed or not same_diffs:
             bad.append(f"{c}: {f} != {d}")
+    return bad + _compare_columns(fast, ref, sketched)
+
+
+def _compare_columns(fast: PartitionProfile, ref: PartitionProfile, sketched: bool) -> list[str]:
+    bad = []
     if set(fast.columns) != set(ref.columns):
         bad.append(f"columns {sorted(fast.columns)} != {sorted(ref.columns)}")
     for c, r in ref.columns.items():
@@ -146,40 +163,83 @@ def _compare(fast: PartitionProfile, ref: PartitionProfile, sketched: bool) -> l
     return bad
 
 
-@pytest.mark.parametrize("max_categories", [8])
-def test_fast_measurements_equal_the_reference(make: MakeBackfill, backend: Backend, max_categories: int) -> None:
+def _measure_both(
+    make: MakeBackfill, backend: Backend, keys: list[str], sample_rows: int
+) -> tuple[dict[str, PartitionProfile], dict[str, PartitionProfile], dict[str, PartitionProfile]]:
+    """The corpus written to the backend and read back, measured by the fast jobs and by the
+    reference: (fast, reference on live's exact deciles, reference on the fast path's edges)."""
     bf = make(seed_live=False)
     fmt, spark = bf.table_format, bf.spark
     live_rows, shadow_rows = _corpus()
     for table, rows in ((bf.live_table, live_rows), (bf.shadow_table, shadow_rows)):
         df = spark.createDataFrame(rows, SCHEMA)
         fmt.create(table, df.schema, ["ds"], data=df)
-    keys = [d.isoformat() for d in DAYS]
-    shadow = fmt.read_partitions(bf.shadow_table, keys)
-    live = fmt.read_partitions(bf.live_table, keys)
-    options: dict[str, Any] = {"keys": ["id"], "max_categories": max_categories, "tolerance": TOLERANCE}
-    fast = FastMeasurer(shadow, live, partition="ds", unique_columns=["id", "label"], **options).run(keys)
-    reference = ReferenceMeasurer("ds", unique_columns=["id", "label"], **options)
-    sketched = backend.name.endswith("-sail")  # DataFusion's percentile is a t-digest
-    exact = reference.measure(shadow, live, keys)
+    texts = [d.isoformat() for d in DAYS]
+    shadow, live = fmt.read_partitions(bf.shadow_table, texts), fmt.read_partitions(bf.live_table, texts)
+    unique = ["id", "label"]
+    options: dict[str, Any] = {"keys": keys, "max_categories": MAX_CATEGORIES, "tolerance": TOLERANCE}
+    fast = FastMeasurer(shadow, live, partition="ds", unique_columns=unique, sample_rows=sample_rows, **options).run(
+        texts
+    )
+    reference = ReferenceMeasurer("ds", unique_columns=unique, **options)
+    exact = reference.measure(shadow, live, texts)
+    if not _sketched(backend):
+        return fast, exact, exact
     fast_edges = {
         k: {c: list(m.histogram.edges) for c, m in p.columns.items() if m.histogram is not None}
         for k, p in fast.items()
     }
-    on_fast_edges = reference.measure(shadow, live, keys, edges=fast_edges) if sketched else exact
-    bad = {k: _compare(fast[k], on_fast_edges[k], sketched) for k in keys}
+    return fast, exact, reference.measure(shadow, live, texts, edges=fast_edges)
+
+
+def _sketched(backend: Backend) -> bool:
+    return backend.name.endswith("-sail")  # DataFusion's percentile is a t-digest
+
+
+def _agree(
+    backend: Backend,
+    fast: dict[str, PartitionProfile],
+    exact: dict[str, PartitionProfile],
+    on_fast_edges: dict[str, PartitionProfile],
+) -> None:
+    bad = {k: _compare(fast[k], on_fast_edges[k], _sketched(backend)) for k in fast}
     assert not any(bad.values()), {k: v for k, v in bad.items() if v}
-    for k in keys:  # a sketch's edges against the exact ones
+    for k in fast:  # a sketch's edges against the exact ones
         for c, m in exact[k].columns.items():
             f = fast[k].columns[c].histogram
-            if sketched and m.histogram is not None and f is not None:
+            if _sketched(backend) and m.histogram is not None and f is not None:
                 _sketched_edges(f, m.histogram, k, c)
+
+
+def test_fast_measurements_equal_the_reference(
+    make: MakeBackfill, backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On every backend, with keys, and with the samples' cut on (it changes how the key counts
+    are summed: per bucket, then per partition), which a validation takes from a million rows."""
+    monkeypatch.setattr(sample_cut, "FROM_ROWS", 0)
+    fast, exact, on_fast_edges = _measure_both(make, backend, ["id"], sample_rows=5)
+    _agree(backend, fast, exact, on_fast_edges)
+    assert any(p.samples for p in fast.values()), "the samples were taken, so the cut ran"
     # the corpus holds what it claims: every case reached both measurers
     main, repeated = exact[MAIN.isoformat()], exact[REPEATED.isoformat()]
     assert main.keys is not None and main.keys.added == 4 and main.keys.removed == 2
     assert main.keys.by_column["amount"].changed > 0 and main.keys.by_column["label"].changed > 0
-    assert repeated.keys is not None and repeated.keys.duplicates == 5 and repeated.keys.changed == 1
+    assert repeated.keys is not None and repeated.keys.duplicates == 6
+    assert repeated.keys.by_column["amount"].changed == 1, "the repeated key with another amount"
     assert exact[EMPTY.isoformat()].live_rows == exact[EMPTY.isoformat()].shadow_rows == 0
     assert exact[NO_LIVE.isoformat()].live_missing and exact[NO_SHADOW.isoformat()].shadow_rows == 0
     assert main.columns["note"].categories is None, "past max_categories: not compared by frequency"
     assert main.columns["label"].categories is not None and "l9" in main.columns["label"].categories.new
+    amount = main.columns["amount"].live
+    assert amount is not None and amount.moments is not None and math.isnan(amount.moments.mean or 0.0)
+
+
+@pytest.mark.per_engine  # the key columns change the jobs' plan, not what a format reads
+@pytest.mark.parametrize("keys", [[], ["id", "flag"]], ids=["no keys", "two key columns"])
+def test_fast_measurements_equal_the_reference_without_keys_and_with_two(
+    make: MakeBackfill, backend: Backend, keys: list[str]
+) -> None:
+    fast, exact, on_fast_edges = _measure_both(make, backend, keys, sample_rows=0)
+    _agree(backend, fast, exact, on_fast_edges)
+    if not keys:
+        assert all(p.keys is None for p in fast.values()), "no key diff without keys"

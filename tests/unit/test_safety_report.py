@@ -19,6 +19,7 @@ from markdown_it import MarkdownIt
 from support import chromium_dump_dom
 
 from shadow_backfill.report import ReportData, write_reports
+from shadow_backfill.report.document import ReportDoc
 from shadow_backfill.state import StateStore, VerdictRecord
 from shadow_backfill.vocabulary import Check, CheckStatus
 
@@ -148,6 +149,7 @@ def test_junit_and_json_keep_hostile_data_exact(reports: dict[str, Path]) -> Non
     assert {f"bad value {p}" for p in EVIL} <= messages
     assert not list(root.iter("script")) and not list(root.iter("img"))
     doc = json.loads(reports["json"].read_text())
+    ReportDoc.model_validate(doc)  # hostile text still makes a document of the published schema
     assert sorted(p["partition"] for p in doc["partitions"]) == sorted(EVIL)
 
 

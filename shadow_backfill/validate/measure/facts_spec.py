@@ -130,6 +130,14 @@ class Diff:
 Pair = Callable[[int], tuple[Column, Column]]  # compared column j -> (shadow, live)
 
 
+def abs_diff(shadow: Column, live: Column) -> Column:
+    """|shadow - live|, 0 for equal values (an unchanged infinity or NaN is no difference, where
+    the subtraction gives NaN: the largest of any column holding one was NaN on classic Spark,
+    and Sail's maximum over a NaN depends on row order), null where a side is null."""
+    same = shadow.isNotNull() & live.isNotNull() & (shadow == live)
+    return F.when(same, F.lit(0.0)).otherwise(F.abs(shadow - live))
+
+
 def diffs(spec: FactsSpec, values: Pair) -> list[Diff]:
     """Per compared column j, from its (shadow, live) values: numbers within tolerance, any
     other value (a hash) exactly."""
@@ -137,7 +145,7 @@ def diffs(spec: FactsSpec, values: Pair) -> list[Diff]:
     for j, c in enumerate(spec.compared):
         sh, lh = values(j)
         if c in spec.numeric:
-            out.append(Diff(~spec.within(sh, lh), F.abs(sh - lh)))
+            out.append(Diff(~spec.within(sh, lh), abs_diff(sh, lh)))
         else:
             out.append(Diff(~sh.eqNullSafe(lh), F.lit(None).cast("double")))
     return out

@@ -3,8 +3,10 @@ compute them, as a diff tool would (datacompy's Spark comparison joins both tabl
 
 - Per side, one grouping by partition: rows, non-null values, mean, std and sum per column.
 - The key diff: each side grouped to one row per (partition, key), then a null-safe full outer
-  join of shadow and live on partition and key columns; a repeated key's value on a side is its
-  largest (a fan-out duplicate repeats the same value, so it is not a change).
+  join of shadow and live on partition and key columns. A repeated key's value on a side is its
+  largest: for a number its largest value, for any other value its largest 64-bit hash (a null
+  hashes too), the rule the fast jobs keep (a fan-out duplicate repeats the same value, so it
+  is no change; rows of one key that differ compare by the one the rule keeps).
 - The histograms: live's exact deciles by rank (the value of rank ceil(q * n), what
   `percentile_approx` returns exactly below its accuracy of 10,000 rows), then every row of
   both sides counted into the bins of those deciles plus the tolerance.
@@ -40,12 +42,14 @@ from shadow_backfill.validate.measurements import (
 )
 
 Edges = Mapping[str, Mapping[str, Sequence[float]]]  # partition text -> numeric column -> deciles
+N_BINS = len(QUANTILES) + 1
 
 
 @dataclass(frozen=True)
 class ReferenceMeasurer:
     """Shadow and live partitions by the plain queries; `partition` names the partition column
-    and each partition is named by that column's value as text."""
+    and each partition is named by that column's value as text (so a partition column that
+    holds a timestamp within a period, a ranged scheme, is not for this measurer)."""
 
     partition: str
     keys: Sequence[str]
@@ -65,11 +69,9 @@ class ReferenceMeasurer:
         if self.keys:
             self._key_diff(shadow, live, plan, profiles)
         found = self.exact_deciles(live, plan) if edges is None else edges
-        for c in plan.numeric:
-            self._histograms(shadow, live, c, found, profiles)
-        self._categories(shadow, live, plan, profiles)
-        for c in self.unique_columns:
-            self._uniqueness(shadow, c, profiles)
+        self._histograms(shadow, live, plan.numeric, found, profiles)
+        self._categories(shadow, live, plan.categorical, profiles)
+        self._uniqueness(shadow, profiles)
         return profiles
 
     def _text(self) -> Column:
@@ -98,14 +100,14 @@ class ReferenceMeasurer:
 
     def _one_row_per_key(self, df: DataFrame, plan: ColumnPlan) -> DataFrame:
         values = [
-            F.max(F.col(c).cast("double") if c in plan.numeric else F.col(c)).alias(f"v{j}")
+            F.max(F.col(c).cast("double") if c in plan.numeric else F.xxhash64(F.col(c))).alias(f"v{j}")
             for j, c in enumerate(plan.compared)
         ]
         keys = [F.col(k).alias(f"k{i}") for i, k in enumerate(self.keys)]
         return df.groupBy(self._text(), *keys).agg(F.count(F.lit(1)).alias("rows"), *values)
 
     def _equal(self, s: Column, lv: Column, numeric: bool) -> Column:
-        """Null-safe equality, numbers within |s - l| <= abs + rel * |l|."""
+        """Null-safe equality (of hashes for non-numbers), numbers within |s - l| <= abs + rel * |l|."""
         if not numeric:
             return s.eqNullSafe(lv)
         tol_abs, tol_rel = self.tolerance
@@ -138,7 +140,9 @@ class ReferenceMeasurer:
         ]
         for j, c in enumerate(plan.compared):
             if c in plan.numeric:
-                diff = F.when(matched, F.abs(F.col(f"s.v{j}") - F.col(f"l.v{j}")))
+                s_value, l_value = F.col(f"s.v{j}"), F.col(f"l.v{j}")
+                same = s_value.isNotNull() & l_value.isNotNull() & (s_value == l_value)  # inf - inf: no difference
+                diff = F.when(matched, F.when(same, F.lit(0.0)).otherwise(F.abs(s_value - l_value)))
                 aggs += [F.max(diff).alias(f"max{j}"), F.avg(diff).alias(f"mean{j}")]
         for r in joined.groupBy(F.coalesce(F.col("s.p"), F.col("l.p")).alias("p")).agg(*aggs).collect():
             if (prof := profiles.get(r["p"])) is None:
@@ -153,28 +157,39 @@ class ReferenceMeasurer:
             if prof.keys is None:  # no key on either side
                 prof.keys = KeyDiff(by_column={c: ColumnDiff(0) for c in plan.compared})
 
+    def _long(self, df: DataFrame, columns: Sequence[str], numeric: bool) -> DataFrame:
+        """One row per (row, column): partition `p`, column name `c`, value `x` (a double for
+        numbers, else text); nulls left out. One job then serves every column."""
+        value = (lambda c: F.col(c).cast("double")) if numeric else (lambda c: F.col(c).cast("string"))
+        cells = F.array(*[F.struct(F.lit(c).alias("c"), value(c).alias("x")) for c in columns])
+        return (
+            df.select(self._text(), F.explode(cells).alias("cell"))
+            .select("p", "cell.c", "cell.x")
+            .filter(F.col("x").isNotNull())
+        )
+
     def exact_deciles(self, live: DataFrame, plan: ColumnPlan) -> dict[str, dict[str, list[float]]]:
         """Per partition and numeric column, live's value of rank ceil(q * n) for each decile q
         (rank 1 at least), n its non-null values; nothing for a column with no such value."""
+        if not plan.numeric:
+            return {}
+        per_column = Window.partitionBy("p", "c")
+        ranked = (
+            self._long(live, plan.numeric, numeric=True)
+            .withColumn("r", F.row_number().over(per_column.orderBy("x")))
+            .withColumn("n", F.count(F.lit(1)).over(per_column))
+        )
+        wanted = F.lit(False)
+        for q in QUANTILES:
+            wanted = wanted | (F.col("r") == F.greatest(F.ceil(F.lit(q) * F.col("n")), F.lit(1)))
+        by_rank: dict[tuple[str, str], dict[int, float]] = {}
+        n_of: dict[tuple[str, str], int] = {}
+        for r in ranked.filter(wanted).collect():
+            by_rank.setdefault((r["p"], r["c"]), {})[int(r["r"])] = float(r["x"])
+            n_of[(r["p"], r["c"])] = int(r["n"])
         out: dict[str, dict[str, list[float]]] = {}
-        for c in plan.numeric:
-            x = F.col(c).cast("double")
-            ranked = (
-                live.select(self._text(), x.alias("x"))
-                .filter(F.col("x").isNotNull())
-                .withColumn("r", F.row_number().over(Window.partitionBy("p").orderBy("x")))
-                .withColumn("n", F.count(F.lit(1)).over(Window.partitionBy("p")))
-            )
-            wanted = F.lit(False)
-            for q in QUANTILES:
-                wanted = wanted | (F.col("r") == F.greatest(F.ceil(F.lit(q) * F.col("n")), F.lit(1)))
-            by_rank: dict[str, dict[int, float]] = {}
-            n_of: dict[str, int] = {}
-            for r in ranked.filter(wanted).collect():
-                by_rank.setdefault(r["p"], {})[int(r["r"])] = float(r["x"])
-                n_of[r["p"]] = int(r["n"])
-            for p, values in by_rank.items():
-                out.setdefault(p, {})[c] = [values[max(1, math.ceil(q * n_of[p]))] for q in QUANTILES]
+        for (p, c), values in by_rank.items():
+            out.setdefault(p, {})[c] = [values[max(1, math.ceil(q * n_of[(p, c)]))] for q in QUANTILES]
         return out
 
     def _thresholds(self, deciles: Sequence[float]) -> list[float]:
@@ -188,52 +203,61 @@ class ReferenceMeasurer:
         return out
 
     def _histograms(
-        self, shadow: DataFrame, live: DataFrame, c: str, edges: Edges, profiles: dict[str, PartitionProfile]
+        self,
+        shadow: DataFrame,
+        live: DataFrame,
+        numeric: Sequence[str],
+        edges: Edges,
+        profiles: dict[str, PartitionProfile],
     ) -> None:
-        binned_parts = [p for p, by_col in edges.items() if p in profiles and by_col.get(c)]
-        rows = [(p, *self._thresholds(edges[p][c])) for p in binned_parts]
-        if not rows:
+        """Every row of both sides counted into the bins of its partition's thresholds: its bin
+        is the number of thresholds it lies above."""
+        binned = [(p, c) for p, by_col in edges.items() if p in profiles for c in numeric if by_col.get(c)]
+        if not binned:
             return
         names = [f"t{j}" for j in range(len(QUANTILES))]
-        spark = shadow.sparkSession
-        thresholds = spark.createDataFrame(rows, "p string, " + ", ".join(f"{n} double" for n in names))
-        counts: dict[tuple[str, str], list[float]] = {}
-        for side, df in (("shadow", shadow), ("live", live)):
-            x = F.col(c).cast("double")
-            binned = df.select(self._text(), x.alias("x")).filter(F.col("x").isNotNull()).join(thresholds, "p")
-            bin_of = sum((F.when(F.col("x") > F.col(n), 1).otherwise(0) for n in names), F.lit(0))
-            for r in binned.groupBy("p", bin_of.alias("b")).count().collect():
-                counts.setdefault((r["p"], side), [0.0] * (len(QUANTILES) + 1))[int(r["b"])] += float(r["count"])
-        for p in binned_parts:
-            zero = [0.0] * (len(QUANTILES) + 1)
-            hist = Histogram(
-                tuple(edges[p][c]), tuple(counts.get((p, "live"), zero)), tuple(counts.get((p, "shadow"), zero))
-            )
-            profiles[p].set_column(c, histogram=hist)
+        rows = [(p, c, *self._thresholds(edges[p][c])) for p, c in binned]
+        schema = "p string, c string, " + ", ".join(f"{n} double" for n in names)
+        thresholds = shadow.sparkSession.createDataFrame(rows, schema)
+        bin_of = sum((F.when(F.col("x") > F.col(n), 1).otherwise(0) for n in names), F.lit(0))
+        both = self._long(shadow, numeric, numeric=True).withColumn("side", F.lit("shadow"))
+        both = both.unionByName(self._long(live, numeric, numeric=True).withColumn("side", F.lit("live")))
+        counts: dict[tuple[str, str, str], list[float]] = {}
+        for r in both.join(thresholds, ["p", "c"]).groupBy("p", "c", "side", bin_of.alias("b")).count().collect():
+            counts.setdefault((r["p"], r["c"], r["side"]), [0.0] * N_BINS)[int(r["b"])] += float(r["count"])
+        for p, c in binned:
+            live_bins, shadow_bins = (tuple(counts.get((p, c, side), [0.0] * N_BINS)) for side in ("live", "shadow"))
+            profiles[p].set_column(c, histogram=Histogram(tuple(edges[p][c]), live_bins, shadow_bins))
 
-    def _value_counts(self, df: DataFrame, c: str) -> dict[str, dict[str, int]]:
-        found: dict[str, dict[str, int]] = {}
-        v = F.col(c).cast("string").alias("v")
-        for r in df.select(self._text(), v).filter(F.col("v").isNotNull()).groupBy("p", "v").count().collect():
-            found.setdefault(r["p"], {})[r["v"]] = int(r["count"])
+    def _value_counts(self, df: DataFrame, columns: Sequence[str]) -> dict[tuple[str, str], dict[str, int]]:
+        """(partition, column) -> value (as text) -> rows."""
+        found: dict[tuple[str, str], dict[str, int]] = {}
+        if columns:
+            for r in self._long(df, columns, numeric=False).groupBy("p", "c", "x").count().collect():
+                found.setdefault((r["p"], r["c"]), {})[r["x"]] = int(r["count"])
         return found
 
     def _categories(
-        self, shadow: DataFrame, live: DataFrame, plan: ColumnPlan, profiles: dict[str, PartitionProfile]
+        self, shadow: DataFrame, live: DataFrame, categorical: Sequence[str], profiles: dict[str, PartitionProfile]
     ) -> None:
         """Both sides' value counts; a column with more than `max_categories` values in any
         partition is not compared by frequency anywhere."""
-        for c in plan.categorical:
-            s, lv = self._value_counts(shadow, c), self._value_counts(live, c)
-            if any(len(set(s.get(p, {})) | set(lv.get(p, {}))) > self.max_categories for p in {*s, *lv}):
+        s, lv = self._value_counts(shadow, categorical), self._value_counts(live, categorical)
+        too_many = {
+            c for p, c in {*s, *lv} if len(set(s.get((p, c), {})) | set(lv.get((p, c), {}))) > self.max_categories
+        }
+        for c in categorical:
+            if c in too_many:
                 continue
             for p, prof in profiles.items():
-                prof.set_column(c, categories=Categories(lv.get(p, {}), s.get(p, {})))
+                prof.set_column(c, categories=Categories(lv.get((p, c), {}), s.get((p, c), {})))
 
-    def _uniqueness(self, shadow: DataFrame, c: str, profiles: dict[str, PartitionProfile]) -> None:
-        for p, counts in self._value_counts(shadow, c).items():
+    def _uniqueness(self, shadow: DataFrame, profiles: dict[str, PartitionProfile]) -> None:
+        """Per column of `unique_columns`, shadow's non-null values and the values that repeat."""
+        for (p, c), counts in self._value_counts(shadow, self.unique_columns).items():
             if p in profiles:
                 not_unique = sum(n for n in counts.values() if n > 1)
                 profiles[p].unique[c] = Uniqueness(sum(counts.values()), not_unique)
         for prof in profiles.values():
-            prof.unique.setdefault(c, Uniqueness())
+            for c in self.unique_columns:
+                prof.unique.setdefault(c, Uniqueness())
