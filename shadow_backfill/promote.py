@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from shadow_backfill.config import BackfillConfig
+from shadow_backfill.document import MetricsDoc
 from shadow_backfill.errors import RefusedError, TableNotFoundError, UsageError
 from shadow_backfill.formats.base import PARTITIONS_PROPERTY, Commit, LiveChangedError, TableFormat
 from shadow_backfill.ledger import live_partition_locks, new_id, reconcile, write_and_record
@@ -123,7 +124,7 @@ class Promoter:
             refused=refused,
             live_version=live_version,
             shadow_versions={k: sv for k in ok if (sv := verdicts[k].shadow_version) is not None},
-            rows={k: verdicts[k].metrics.get("rows", {}) for k in ok},
+            rows={k: _rows(verdicts[k].metrics) for k in ok},
             validation_ids=sorted({verdicts[k].validation_id or "" for k in ok} - {""}),
         )
 
@@ -273,3 +274,8 @@ def _check_promotable_schema(shadow: DataFrame, live_schema: StructType, shadow_
             f"cannot promote {shadow_name} into {live_name}: its schema differs "
             f"({'; '.join(diff.problems('columns live does not have'))}); evolve the live table's schema first"
         )
+
+
+def _rows(metrics: MetricsDoc) -> dict[str, int]:
+    """A partition's row counts as the audit log records them ({} if never measured)."""
+    return metrics.rows.as_json() if metrics.rows is not None else {}

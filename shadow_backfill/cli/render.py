@@ -69,12 +69,12 @@ def print_verdicts(result: Any) -> None:
     for col in ("partition", "verdict", "rows live → shadow", "reasons"):
         table.add_column(col)
     for v in result.verdicts:
-        rows = v.metrics.get("rows", {})
+        live, shadow = (n if n is not None else "" for n in (v.metrics.live_rows, v.metrics.shadow_rows))
         reasons = "; ".join(c.message for c in v.reasons[:3]) + (" …" if len(v.reasons) > 3 else "")
         table.add_row(
             v.partition,
             Text(v.verdict, style=VERDICT_STYLE[v.verdict]),
-            f"{rows.get('live', '')} → {rows.get('shadow', '')}",
+            f"{live} → {shadow}",
             reasons,
         )
     out.print(table)

@@ -21,6 +21,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from shadow_backfill.document import KeyDiffDoc
 from shadow_backfill.report.model import ReportData
 from shadow_backfill.state import VerdictRecord
 from shadow_backfill.vocabulary import VERDICTS, CheckStatus
@@ -120,10 +121,7 @@ def _bars(
 
 
 def _row_count_chart(verdicts: Sequence[VerdictRecord], width: int = 900, height: int = 180) -> str:
-    pts = [
-        (v.partition, v.metrics.get("rows", {}).get("live") or 0, v.metrics.get("rows", {}).get("shadow") or 0)
-        for v in verdicts
-    ]
+    pts = [(v.partition, v.metrics.live_rows or 0, v.metrics.shadow_rows or 0) for v in verdicts]
     if not pts:
         return ""
     top = max(max(p[1], p[2]) for p in pts) or 1
@@ -187,8 +185,8 @@ def _checks_table(v: VerdictRecord) -> str:
 
 def _change_table(v: VerdictRecord) -> str:
     """How much each compared column changed in this partition, in the author's units."""
-    changes = v.metrics.get("column_changes") or {}
-    if not isinstance(changes, dict) or not changes:
+    changes = v.metrics.column_changes
+    if not changes:
         return ""
     head = "".join(
         f"<th>{h}</th>"
@@ -207,18 +205,17 @@ def _change_table(v: VerdictRecord) -> str:
     )
     rows = []
     for col, m in changes.items():
-        m = m if isinstance(m, dict) else {}
         cells = [
             e(col),
-            _fmt(m.get("matched")),
-            _fmt(m.get("changed")),
-            _fmt(m.get("changed_share"), share=True),
-            _fmt(m.get("mean_live")),
-            _fmt(m.get("mean_shadow")),
-            _fmt(m.get("mean_change")),
-            _fmt(m.get("mean_change_pct"), pct=True),
-            _fmt(m.get("max_abs_diff")),
-            f"{_fmt(m.get('null_rate_live'), share=True)} → {_fmt(m.get('null_rate_shadow'), share=True)}",
+            _fmt(m.matched),
+            _fmt(m.changed),
+            _fmt(m.changed_share, share=True),
+            _fmt(m.mean_live),
+            _fmt(m.mean_shadow),
+            _fmt(m.mean_change),
+            _fmt(m.mean_change_pct, pct=True),
+            _fmt(m.max_abs_diff),
+            f"{_fmt(m.null_rate_live, share=True)} → {_fmt(m.null_rate_shadow, share=True)}",
         ]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     return f'<table class="changes"><caption>column changes</caption><tr>{head}</tr>{"".join(rows)}</table>'
@@ -238,14 +235,13 @@ def _keys_text(keys: Any) -> str:
 
 def _samples_table(v: VerdictRecord) -> str:
     """Rows whose value differs, most important first, as the validator ordered them."""
-    samples = v.metrics.get("samples") or []
-    if not isinstance(samples, list) or not samples:
+    samples = v.metrics.samples
+    if not samples:
         return ""
     body = "".join(
-        f"<tr><td>{e(_keys_text(s.get('keys')))}</td><td>{e(s.get('column'))}</td>"
-        f"<td>{e(_scalar(s.get('live')))}</td><td>{e(_scalar(s.get('shadow')))}</td></tr>"
+        f"<tr><td>{e(_keys_text(s.keys))}</td><td>{e(s.column)}</td>"
+        f"<td>{e(_scalar(s.live))}</td><td>{e(_scalar(s.shadow))}</td></tr>"
         for s in samples
-        if isinstance(s, dict)
     )
     return (
         '<table class="samples"><caption>sample rows that differ</caption>'
@@ -255,59 +251,54 @@ def _samples_table(v: VerdictRecord) -> str:
 
 def _distribution_plots(v: VerdictRecord) -> list[str]:
     """Null-rate bars, histograms on live deciles and category bars, live vs shadow."""
-    cols: dict[str, Any] = v.metrics.get("columns", {})
+    cols = v.metrics.columns
     plots = []
     nulls = [
-        (c, m.get("live_null_rate", 0.0), m.get("shadow_null_rate", 0.0))
-        for c, m in cols.items()
-        if "shadow_null_rate" in m
+        (c, m.live_null_rate or 0.0, m.shadow_null_rate) for c, m in cols.items() if m.shadow_null_rate is not None
     ]
     if nulls:
         plots.append(_null_bars(nulls))
     for c, m in cols.items():
-        hist = m.get("hist")
-        if hist:
-            edges = hist["edges"]
-            labels = [f"≤{edges[0]:.3g}"] + [f">{x:.3g}" for x in edges]
-            plots.append(
-                _bars(
-                    f"{c}: distribution on live deciles (PSI {m.get('psi', 0):.3f})",
-                    labels,
-                    hist["live"],
-                    hist["shadow"],
-                )
-            )
-        cats = m.get("categories")
-        if cats:
-            labels = sorted(set(cats["live"]) | set(cats["shadow"]))
+        if (hist := m.hist) is not None and hist.edges:
+            labels = [f"≤{_edge(hist.edges[0])}"] + [f">{_edge(x)}" for x in hist.edges]
+            psi = _num(m.psi if m.psi is not None else 0)
+            shown = f"{psi:.3f}" if psi is not None else str(m.psi)
+            plots.append(_bars(f"{c}: distribution on live deciles (PSI {shown})", labels, hist.live, hist.shadow))
+        if (cats := m.categories) is not None:
+            labels = sorted(set(cats.live) | set(cats.shadow))
             plots.append(
                 _bars(
                     f"{c}: categories",
                     labels,
-                    [cats["live"].get(x, 0) for x in labels],
-                    [cats["shadow"].get(x, 0) for x in labels],
+                    [cats.live.get(x, 0) for x in labels],
+                    [cats.shadow.get(x, 0) for x in labels],
                 )
             )
     return plots
 
 
+def _edge(x: Any) -> str:
+    """A bin edge as a short label; a non-finite one ("inf") as it was stored."""
+    n = _num(x)
+    return f"{n:.3g}" if n is not None else str(x)
+
+
 def _partition_detail(v: VerdictRecord) -> str:
     """One partition's drill-down: why it got its verdict, what changed, and example rows."""
-    rows = v.metrics.get("rows", {})
     skipped = sum(1 for c in v.checks if c.status == CheckStatus.SKIPPED)
-    keys = v.metrics.get("keys", {})
+    keys = v.metrics.keys
     key_line = ""
-    if "added" in keys:
+    if isinstance(keys, KeyDiffDoc):
         key_line = (
-            f"<p>keys: {e(keys.get('added'))} added, {e(keys.get('removed'))} removed, "
-            f"{e(keys.get('changed'))} changed of {e(keys.get('matched'))} matched; "
-            f"duplicates {e(keys.get('duplicates', 0))}</p>"
+            f"<p>keys: {e(keys.added)} added, {e(keys.removed)} removed, "
+            f"{e(keys.changed)} changed of {e(keys.matched)} matched; "
+            f"duplicates {e(keys.duplicates)}</p>"
         )
     return (
         f'<details class="partition" id="p-{e(v.partition)}" data-verdict="{e(v.verdict)}"'
         f"{' open' if v.verdict == CheckStatus.FAIL else ''}>"
         f'<summary><span class="{e(v.verdict)}">■</span> {e(v.partition)} — {e(v.verdict)} '
-        f'<span class="muted">rows {e(rows.get("live"))} → {e(rows.get("shadow"))}, {len(v.reasons)} reason(s)'
+        f'<span class="muted">rows {e(v.metrics.live_rows)} → {e(v.metrics.shadow_rows)}, {len(v.reasons)} reason(s)'
         f"{f', {skipped} skipped' if skipped else ''}</span>"
         f"</summary>{_checks_table(v)}{key_line}{_change_table(v)}{_samples_table(v)}"
         f'<div class="plots">{"".join(_distribution_plots(v))}</div>'
@@ -368,11 +359,10 @@ def _calendar(days: dict[dt.date, str], cell: int = 13) -> str:
 
 def _means(v: VerdictRecord, col: str) -> tuple[float | None, float | None]:
     """A column's live and shadow mean in one partition, where both are finite numbers."""
-    changes = v.metrics.get("column_changes")
-    m = changes.get(col) if isinstance(changes, dict) else None
-    if not isinstance(m, dict):
+    m = v.metrics.column_changes.get(col)
+    if m is None:
         return None, None
-    return _num(m.get("mean_live")), _num(m.get("mean_shadow"))
+    return _num(m.mean_live), _num(m.mean_shadow)
 
 
 def _plot_columns(verdicts: Sequence[VerdictRecord]) -> list[str]:

@@ -53,19 +53,15 @@ def _column_changes(bad: Sequence[VerdictRecord], max_rows: int) -> list[str]:
     not pass; empty when the validator recorded no column changes."""
     rows = []
     for v in bad:
-        changes = v.metrics.get("column_changes")
-        if not isinstance(changes, dict):
-            continue
         flagged = {r.column for r in v.reasons if r.column}
-        for col, m in changes.items():
-            m = m if isinstance(m, dict) else {}
-            changed = m.get("changed")
-            if col not in flagged and not (isinstance(changed, (int, float)) and changed > 0):
+        for col, m in v.metrics.column_changes.items():
+            changed = m.changed
+            if col not in flagged and not (changed is not None and changed > 0):
                 continue
             rows.append(
-                f"| {md(v.partition)} | {md(col)} | {_fmt(changed)} / {_fmt(m.get('matched'))} "
-                f"| {_fmt(m.get('mean_live'))} | {_fmt(m.get('mean_shadow'))} "
-                f"| {_fmt(m.get('mean_change_pct'), pct=True)} |"
+                f"| {md(v.partition)} | {md(col)} | {_fmt(changed)} / {_fmt(m.matched)} "
+                f"| {_fmt(m.mean_live)} | {_fmt(m.mean_shadow)} "
+                f"| {_fmt(m.mean_change_pct, pct=True)} |"
             )
     if not rows:
         return []
@@ -91,15 +87,11 @@ def _worst_samples(bad: Sequence[VerdictRecord], partitions: int = 10, per_parti
     partitions: a few concrete rows say more than a mean."""
     rows = []
     for v in [v for v in bad if v.verdict == CheckStatus.FAIL][:partitions]:
-        samples = v.metrics.get("samples")
-        for s in (samples if isinstance(samples, list) else [])[:per_partition]:
-            if not isinstance(s, dict):
-                continue
-            keys = s.get("keys")
-            key_text = ", ".join(f"{k}={x}" for k, x in keys.items()) if isinstance(keys, dict) else str(keys)
+        for s in v.metrics.samples[:per_partition]:
+            key_text = ", ".join(f"{k}={x}" for k, x in s.keys.items())
             rows.append(
-                f"| {md(v.partition)} | {md(key_text)} | {md(s.get('column'))} "
-                f"| {md(_scalar(s.get('live')))} | {md(_scalar(s.get('shadow')))} |"
+                f"| {md(v.partition)} | {md(key_text)} | {md(s.column)} "
+                f"| {md(_scalar(s.live))} | {md(_scalar(s.shadow))} |"
             )
     if not rows:
         return []
@@ -132,12 +124,12 @@ def render_markdown(data: ReportData, max_rows: int = 50) -> str:
         return "\n".join(lines) + "\n"
     lines += ["| partition | verdict | rows live → shadow | reasons |", "|---|---|---|---|"]
     for v in bad[:max_rows]:
-        rows = v.metrics.get("rows", {})
+        live, shadow = (n if n is not None else "" for n in (v.metrics.live_rows, v.metrics.shadow_rows))
         reasons = "; ".join(md(r.message) for r in v.reasons[:4])
         more = f" (+{len(v.reasons) - 4} more)" if len(v.reasons) > 4 else ""
         lines.append(
             f"| {md(v.partition)} | {ICON.get(v.verdict, '')} {md(v.verdict)} "
-            f"| {md(rows.get('live', ''))} → {md(rows.get('shadow', ''))} | {reasons}{more} |"
+            f"| {md(live)} → {md(shadow)} | {reasons}{more} |"
         )
     if len(bad) > max_rows:
         lines.append(f"\n…and {len(bad) - max_rows} more partitions that did not pass.")

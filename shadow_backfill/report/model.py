@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from shadow_backfill.report.document import SCHEMA_VERSION
+from shadow_backfill.document import SCHEMA_VERSION
 from shadow_backfill.state import VerdictRecord
 from shadow_backfill.vocabulary import VERDICTS
 
@@ -43,12 +43,12 @@ def partition_json(v: VerdictRecord) -> dict[str, Any]:
         "live_version": v.live_version,
         "validation_id": v.validation_id,
         "validated_at": v.validated_at.isoformat() if v.validated_at else None,
-        "rows": v.metrics.get("rows", {}),
+        "rows": v.metrics.rows.as_json() if v.metrics.rows is not None else {},
         "reasons": [c.as_dict() for c in v.reasons],
         "checks": [c.as_dict() for c in v.checks],
-        "column_changes": v.metrics.get("column_changes", {}),
-        "samples": v.metrics.get("samples", []),
-        "metrics": v.metrics,
+        "column_changes": {c: change.as_json() for c, change in v.metrics.column_changes.items()},
+        "samples": [s.as_json() for s in v.metrics.samples],
+        "metrics": v.metrics.as_json(),
     }
 
 

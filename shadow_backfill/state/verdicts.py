@@ -6,10 +6,11 @@ import datetime as dt
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import select
 
+from shadow_backfill.document import MetricsDoc
+from shadow_backfill.errors import StateStoreError
 from shadow_backfill.state.db import Db, aware, upsert, utcnow
 from shadow_backfill.state.schema import verdicts
 from shadow_backfill.vocabulary import Check, CheckStatus, reasons
@@ -23,7 +24,7 @@ class VerdictRecord:
     partition: str
     verdict: CheckStatus
     checks: list[Check]
-    metrics: dict[str, Any]
+    metrics: MetricsDoc
     shadow_version: int | None = None
     partition_version: int | None = None
     live_version: int | None = None
@@ -50,7 +51,7 @@ class VerdictStore(Db):
                 "partition": r.partition,
                 "verdict": str(r.verdict),
                 "checks": json.dumps([c.as_dict() for c in r.checks], default=str),
-                "metrics": json.dumps(r.metrics, default=str),
+                "metrics": json.dumps(r.metrics.as_json(), default=str),
                 "shadow_version": r.shadow_version,
                 "partition_version": r.partition_version,
                 "live_version": r.live_version,
@@ -72,7 +73,7 @@ class VerdictStore(Db):
                 partition=r["partition"],
                 verdict=CheckStatus(r["verdict"]),
                 checks=[Check.from_dict(c) for c in json.loads(r["checks"])],
-                metrics=json.loads(r["metrics"]),
+                metrics=_metrics(r["partition"], r["metrics"]),
                 shadow_version=r["shadow_version"],
                 partition_version=r["partition_version"],
                 live_version=r["live_version"],
@@ -81,3 +82,12 @@ class VerdictStore(Db):
             )
             for r in rows
         }
+
+
+def _metrics(partition: str, stored: str) -> MetricsDoc:
+    """A stored verdict's metrics, typed; one line naming the partition if they do not read."""
+    try:
+        return MetricsDoc.model_validate(json.loads(stored))
+    except (ValueError, TypeError) as exc:
+        first = str(exc).splitlines()[0]
+        raise StateStoreError(f"the stored metrics of partition {partition!r} do not read ({first})") from None

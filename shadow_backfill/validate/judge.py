@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shadow_backfill.config import PValue, Threshold, ValidationSpec
+from shadow_backfill.document import MetricsDoc
 from shadow_backfill.validate import stats
 from shadow_backfill.validate.changes import ColumnChange, column_changes
 from shadow_backfill.validate.distributions import Distribution, distribution
@@ -28,7 +29,7 @@ class PartitionVerdict:
     partition: str
     verdict: CheckStatus
     checks: list[Check] = field(default_factory=list)
-    metrics: dict[str, Any] = field(default_factory=dict)
+    metrics: MetricsDoc = field(default_factory=MetricsDoc)  # report.json's `metrics`
 
     @property
     def reasons(self) -> list[Check]:
@@ -41,7 +42,7 @@ class PartitionVerdict:
             "verdict": self.verdict,
             "reasons": [c.as_dict() for c in self.reasons],
             "checks": [c.as_dict() for c in self.checks],
-            "metrics": self.metrics,
+            "metrics": self.metrics.as_json(),
         }
 
 
@@ -143,7 +144,8 @@ class Judge:
                 "retyped": [list(r) for r in self.plan.retyped],
             },
         }
-        return PartitionVerdict(prof.key, worst(c.status for c in checks), checks, _jsonable(metrics))
+        published = MetricsDoc.model_validate(_jsonable(metrics))
+        return PartitionVerdict(prof.key, worst(c.status for c in checks), checks, published)
 
     def _drift(
         self,

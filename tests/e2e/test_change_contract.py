@@ -63,11 +63,11 @@ def test_contract_judges_the_intended_change_and_nothing_else(make: MakeBackfill
     assert "'cat' changed on 2 of 5 matched keys" in reason.message and "id=1: " in reason.message
     assert "-> 'z'" in reason.message
 
-    changes = verdicts[CAT].metrics["column_changes"]
+    changes = verdicts[CAT].metrics.as_json()["column_changes"]
     assert changes["cat"]["changed"] == 2 and changes["cat"]["changed_share"] == pytest.approx(0.4)
     assert changes["amount"]["changed"] == 4 and changes["amount"]["max_abs_diff"] == pytest.approx(0.4)
     # samples: unexpected columns first in each turn, largest differences first within a column
-    samples = verdicts[CAT].metrics["samples"]
+    samples = verdicts[CAT].metrics.as_json()["samples"]
     assert [(s["column"], s["keys"]["id"]) for s in samples[:4]] == [
         ("cat", 1),
         ("amount", 4),
@@ -103,7 +103,10 @@ def test_unexpected_changes_policy_and_sample_limit(make: MakeBackfill) -> None:
     )
     verdicts = _verdicts(bf, "2024-01-06", "2024-01-07")
     assert verdicts[CAT].verdict == "warn" and verdicts[CAT].reasons[0].id == "unexpected_changes[cat]"
-    assert len(verdicts[CAT].metrics["samples"]) == 3 and len(verdicts["2024-01-06"].metrics["samples"]) == 3
+    assert (
+        len(verdicts[CAT].metrics.as_json()["samples"]) == 3
+        and len(verdicts["2024-01-06"].metrics.as_json()["samples"]) == 3
+    )
 
 
 def test_float_noise_is_not_a_change(make: MakeBackfill) -> None:
@@ -113,10 +116,10 @@ def test_float_noise_is_not_a_change(make: MakeBackfill) -> None:
     assert {v.verdict for v in verdicts.values()} == {"pass"}
     v = verdicts[START]
     assert _check(v, "unexpected_changes[amount]").observed == 0
-    assert v.metrics["column_changes"]["amount"]["changed"] == 0 and v.metrics["samples"] == []
-    assert v.metrics["keys"]["changed"] == 0
-    hist = v.metrics["columns"]["amount"]["hist"]  # a value on a decile stays in its bin
-    assert hist["live"] == hist["shadow"] and v.metrics["columns"]["amount"]["psi"] == 0
+    assert v.metrics.as_json()["column_changes"]["amount"]["changed"] == 0 and v.metrics.as_json()["samples"] == []
+    assert v.metrics.as_json()["keys"]["changed"] == 0
+    hist = v.metrics.as_json()["columns"]["amount"]["hist"]  # a value on a decile stays in its bin
+    assert hist["live"] == hist["shadow"] and v.metrics.as_json()["columns"]["amount"]["psi"] == 0
     assert hist["edges_every"] == 1  # small partitions: the deciles of every live row
 
     exact = make(
@@ -126,7 +129,7 @@ def test_float_noise_is_not_a_change(make: MakeBackfill) -> None:
     verdicts = _verdicts(exact, START, "2024-01-02")
     assert {v.verdict for v in verdicts.values()} == {"fail"}
     assert verdicts[START].reasons[0].id == "unexpected_changes[amount]"
-    hist = verdicts[START].metrics["columns"]["amount"]["hist"]
+    hist = verdicts[START].metrics.as_json()["columns"]["amount"]["hist"]
     assert hist["live"] != hist["shadow"]  # without tolerance the deciles' own rows move up a bin
 
 
@@ -194,7 +197,7 @@ def test_samples_are_the_largest_changes_however_many_keys_changed(
     verdicts = _verdicts(bf, shift, nudge)
 
     def sampled(day: str) -> list[tuple[str, int]]:
-        return [(s["column"], s["keys"]["id"]) for s in verdicts[day].metrics["samples"]]
+        return [(s["column"], s["keys"]["id"]) for s in verdicts[day].metrics.as_json()["samples"]]
 
     def plainly_ranked(day: str, column: str) -> list[int]:  # every change, by a join of the tables
         live, shadow = (bf.table_format.read_partitions(table, [day]) for table in (bf.live_table, bf.shadow_table))
@@ -216,12 +219,12 @@ def test_samples_are_the_largest_changes_however_many_keys_changed(
     assert amounts == [299, 298, 297, 296, 295] and labels == [0, 3, 6, 9, 12]
     turns = [("amount", amounts[0]), ("label", labels[0]), ("amount", amounts[1]), ("label", labels[1])]
     assert sampled(nudge) == [*turns, ("amount", amounts[2])]
-    top = verdicts[nudge].metrics["samples"][0]
+    top = verdicts[nudge].metrics.as_json()["samples"][0]
     assert top["shadow"] - top["live"] == pytest.approx(2.99)
 
     monkeypatch.setattr(sample_cut, "FROM_ROWS", 10**9)  # every change ranked
-    again = {v.partition: v.metrics["samples"] for v in bf.validate(shift, nudge).verdicts}
-    assert again == {day: verdicts[day].metrics["samples"] for day in (shift, nudge)}
+    again = {v.partition: v.metrics.as_json()["samples"] for v in bf.validate(shift, nudge).verdicts}
+    assert again == {day: verdicts[day].metrics.as_json()["samples"] for day in (shift, nudge)}
 
 
 def test_deciles_of_a_large_partition_come_from_a_sample(make: MakeBackfill) -> None:
@@ -232,7 +235,7 @@ def test_deciles_of_a_large_partition_come_from_a_sample(make: MakeBackfill) -> 
     bf = make(seed_live=False, transform={"function": "sb_test_transforms:wide_big"})
     _seed_wide(bf, day, day, t.WIDE_BIG_ROWS)
     v = _verdicts(bf, day, day)[day]
-    hist = v.metrics["columns"]["amount"]["hist"]
+    hist = v.metrics.as_json()["columns"]["amount"]["hist"]
     assert hist["edges_every"] == t.WIDE_BIG_ROWS // DECILE_SAMPLE == 2
     assert sum(hist["live"]) == sum(hist["shadow"]) == t.WIDE_BIG_ROWS
     assert all(0.09 * t.WIDE_BIG_ROWS <= n <= 0.11 * t.WIDE_BIG_ROWS for n in hist["live"]), hist["live"]
@@ -240,7 +243,7 @@ def test_deciles_of_a_large_partition_come_from_a_sample(make: MakeBackfill) -> 
     # without keys a row has no identity to be chosen by: the deciles of every row
     keyless = make(seed_live=False, keys=[], live_table=bf.live_table, state={"url": bf.config.state_url})
     v = {x.partition: x for x in keyless.validate(day, day).verdicts}[day]
-    assert v.metrics["columns"]["amount"]["hist"]["edges_every"] == 1
+    assert v.metrics.as_json()["columns"]["amount"]["hist"]["edges_every"] == 1
 
 
 def test_the_decile_sample_leaves_the_smallest_partition_enough_rows() -> None:

@@ -10,7 +10,7 @@ from support import Backend
 from typer.testing import CliRunner
 
 from shadow_backfill.cli import app
-from shadow_backfill.report.document import ReportDoc
+from shadow_backfill.document import ReportDoc
 
 
 def test_demo_recomputes_validates_and_reports(backend: Backend, tmp_path: Path) -> None:

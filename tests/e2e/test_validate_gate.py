@@ -160,5 +160,5 @@ def test_missing_key_column_is_refused_before_any_job(make: MakeBackfill) -> Non
     assert bf.verdicts() == []
     # Spark resolves columns case-insensitively by default, so the check does too: the key diff runs
     same = make(seed_live=False, live_table=bf.live_table, state={"url": bf.config.state_url}, keys=["ID"])
-    diffs = [v.metrics["keys"] for v in same.validate().verdicts]
+    diffs = [v.metrics.as_json()["keys"] for v in same.validate().verdicts]
     assert len(diffs) == 2 and all(d["matched"] == t.ROWS_PER_DAY and d["added"] == d["removed"] == 0 for d in diffs)

@@ -52,5 +52,5 @@ def test_the_judge_fails_a_shifted_distribution_and_publishes_its_statistics() -
     assert same.verdict is CheckStatus.PASS, same.reasons
     assert shifted.verdict is CheckStatus.FAIL
     assert {c.name for c in shifted.reasons} >= {"psi", "ks"}
-    assert shifted.metrics["columns"]["amount"]["psi"] == stats.psi(LIVE, SHIFTED)
-    assert shifted.metrics["columns"]["amount"]["hist"]["shadow"] == SHIFTED
+    assert shifted.metrics.as_json()["columns"]["amount"]["psi"] == stats.psi(LIVE, SHIFTED)
+    assert shifted.metrics.as_json()["columns"]["amount"]["hist"]["shadow"] == SHIFTED

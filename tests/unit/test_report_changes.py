@@ -20,6 +20,7 @@ import pytest
 from markdown_it import MarkdownIt
 from support import chromium_dump_dom
 
+from shadow_backfill.document import MetricsDoc
 from shadow_backfill.report import ReportData, write_reports
 from shadow_backfill.state import VerdictRecord
 from shadow_backfill.vocabulary import Check, CheckStatus
@@ -84,7 +85,7 @@ def _record(day: str, word: str) -> VerdictRecord:
         "column_changes": _changes(amount_shadow, evil_changed),
         "samples": samples,
     }
-    return VerdictRecord(day, verdict, checks, metrics, 3, 2, 7, "vid", None)
+    return VerdictRecord(day, verdict, checks, MetricsDoc.model_validate(metrics), 3, 2, 7, "vid", None)
 
 
 def _daily() -> list[VerdictRecord]:
@@ -225,7 +226,13 @@ def test_markdown_has_column_changes_and_worst_samples(reports: dict[str, Path])
 def test_markdown_without_changes_has_no_new_sections(tmp_path: Path) -> None:
     rec = _record(FAIL_DAY, "fail")
     bare = VerdictRecord(
-        rec.partition, CheckStatus.FAIL, rec.checks, {"rows": {"live": 1, "shadow": 1}}, 1, 1, 1, None, None
+        rec.partition,
+        CheckStatus.FAIL,
+        rec.checks,
+        MetricsDoc.model_validate({"rows": {"live": 1, "shadow": 1}}),
+        1,
+        1,
+        1,
     )
     paths = write_reports(ReportData("live", "shadow", "delta", [bare]), tmp_path / "report")
     md = paths["markdown"].read_text()

@@ -7,11 +7,12 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from shadow_backfill.config import ExpectedChange, ValidationSpec
-from shadow_backfill.report.document import (
+from shadow_backfill.document import (
     SCHEMA_DIGESTS,
     SCHEMA_VERSION,
     ColumnChangeDoc,
@@ -19,6 +20,7 @@ from shadow_backfill.report.document import (
     ColumnDoc,
     HistogramDoc,
     KeyDiffDoc,
+    MetricsDoc,
     ReportDoc,
     SampleDoc,
     fields_digest,
@@ -79,7 +81,7 @@ def _verdicts() -> list[PartitionVerdict]:
 
 def test_what_the_judge_publishes_validates_against_the_document() -> None:
     records = [VerdictRecord(v.partition, v.verdict, v.checks, v.metrics) for v in _verdicts()]
-    records.append(VerdictRecord("2024-01-05", records[0].checks[0].status, [], {}))  # never measured
+    records.append(VerdictRecord("2024-01-05", records[0].checks[0].status, [], MetricsDoc()))  # never measured
     document = json.loads(json.dumps(report_json(ReportData("live", "shadow", "delta", records)), default=str))
     parsed = ReportDoc.model_validate(document)
     assert [p.partition for p in parsed.partitions] == [r.partition for r in records]
@@ -88,9 +90,18 @@ def test_what_the_judge_publishes_validates_against_the_document() -> None:
     assert first.keys.by_column["amount"].max_abs_diff == "inf", "non-finite floats are published as text"
     published = document["partitions"][0]["metrics"]["columns"]
     assert "live_count" not in published["score"] and "shadow_count" in published["score"], "no live side"
-    document["partitions"][0]["metrics"]["columns"]["amount"]["psi_typo"] = 0.1
-    with pytest.raises(ValueError, match="psi_typo"):
-        ReportDoc.model_validate(document)
+    assert parsed.as_json() == document, "the document reads and writes back unchanged"
+    document["partitions"][0]["metrics"]["columns"]["amount"]["psi_of_an_older_version"] = 0.1
+    assert ReportDoc.model_validate(document).as_json() == document, "a field of another version is kept"
+    with pytest.raises(ValueError, match="edges"):
+        ReportDoc.model_validate({**document, "partitions": [_without_edges(document["partitions"][0])]})
+
+
+def _without_edges(partition: dict[str, Any]) -> dict[str, Any]:
+    """The partition with a histogram that lost its required `edges`."""
+    broken = json.loads(json.dumps(partition))
+    del broken["metrics"]["columns"]["amount"]["hist"]["edges"]
+    return broken
 
 
 def test_the_document_says_the_fields_the_types_publish() -> None:
@@ -118,7 +129,7 @@ def test_the_document_says_the_fields_the_types_publish() -> None:
 def test_the_published_schema_is_the_documents_own() -> None:
     assert SCHEMA_FILE.read_text() == schema_text(), (
         "docs/report.schema.json is stale: regenerate it with "
-        "python -c \"from shadow_backfill.report.document import schema_text; print(schema_text(), end='')\" "
+        "python -c \"from shadow_backfill.document import schema_text; print(schema_text(), end='')\" "
         "> docs/report.schema.json"
     )
 

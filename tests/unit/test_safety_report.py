@@ -18,8 +18,8 @@ import pytest
 from markdown_it import MarkdownIt
 from support import chromium_dump_dom
 
+from shadow_backfill.document import MetricsDoc, ReportDoc
 from shadow_backfill.report import ReportData, write_reports
-from shadow_backfill.report.document import ReportDoc
 from shadow_backfill.state import StateStore, VerdictRecord
 from shadow_backfill.vocabulary import Check, CheckStatus
 
@@ -46,18 +46,20 @@ def _verdict(partition: str, column: str, value: str) -> VerdictRecord:
             _check("psi", column, "warn", value),
             _check("keys_added", None, "fail", f"multi\nline {value}"),
         ],
-        {
-            "rows": {"live": 10, "shadow": 9},
-            "keys": {"added": 1, "removed": 0, "changed": 0, "matched": 9, "duplicates": 0},
-            "columns": {
-                column: {
-                    "live_null_rate": 0.1,
-                    "shadow_null_rate": 0.3,
-                    "categories": {"live": {value: 3, "ok": 5}, "shadow": {value: 1, "ok": 8}},
+        MetricsDoc.model_validate(
+            {
+                "rows": {"live": 10, "shadow": 9},
+                "keys": {"added": 1, "removed": 0, "changed": 0, "matched": 9, "duplicates": 0},
+                "columns": {
+                    column: {
+                        "live_null_rate": 0.1,
+                        "shadow_null_rate": 0.3,
+                        "categories": {"live": {value: 3, "ok": 5}, "shadow": {value: 1, "ok": 8}},
+                    },
+                    "amount": {"hist": {"edges": [1.0, 2.0], "live": [1, 2, 3], "shadow": [3, 2, 1]}, "psi": 0.4},
                 },
-                "amount": {"hist": {"edges": [1.0, 2.0], "live": [1, 2, 3], "shadow": [3, 2, 1]}, "psi": 0.4},
-            },
-        },
+            }
+        ),
     )
 
 

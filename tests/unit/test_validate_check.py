@@ -8,6 +8,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from shadow_backfill.document import MetricsDoc
 from shadow_backfill.state import StateStore, VerdictRecord
 from shadow_backfill.validate.judge import PartitionVerdict
 from shadow_backfill.vocabulary import Check, CheckStatus, worst
@@ -22,7 +23,9 @@ def test_stored_verdict_round_trips_to_typed_checks(tmp_path: Path) -> None:
         Check("row_count_change", None, CheckStatus.PASS, 0.0, "warn > 0.02", "row count"),
         Check("keys_removed", None, CheckStatus.FAIL, 0.5, "fail > 0.05", "share of live keys missing"),
     ]
-    verdict = PartitionVerdict("2024-01-01", CheckStatus.FAIL, checks, {"rows": {"live": 2, "shadow": 1}})
+    verdict = PartitionVerdict(
+        "2024-01-01", CheckStatus.FAIL, checks, MetricsDoc.model_validate({"rows": {"live": 2, "shadow": 1}})
+    )
     url = f"sqlite:///{tmp_path / 'state.db'}"
     store = StateStore(url)
     store.save_verdicts(SHADOW, [VerdictRecord(verdict.partition, verdict.verdict, verdict.checks, verdict.metrics)])
@@ -45,7 +48,7 @@ def test_old_dict_rows_still_read(tmp_path: Path) -> None:
     """A check stored before checks had a message still reads (written as an old store holds it)."""
     url = f"sqlite:///{tmp_path / 'state.db'}"
     store = StateStore(url)
-    store.save_verdicts(SHADOW, [VerdictRecord("p", CheckStatus.WARN, [], {})])
+    store.save_verdicts(SHADOW, [VerdictRecord("p", CheckStatus.WARN, [], MetricsDoc())])
     old = {"name": "live_missing", "column": None, "status": "warn", "observed": 0, "threshold": "policy x"}
     engine = sa.create_engine(url)
     with engine.begin() as conn:

@@ -1,10 +1,14 @@
 """report.json as types: the document users' scripts read, and its published JSON Schema.
 
 The judge publishes the measurements of `validate/measurements.py` and `validate/changes.py` in
-this form; these models say it field by field, `report_schema()` turns them into the JSON
-Schema published at docs/report.schema.json, and the tests validate every report they write
-against them. `SCHEMA_VERSION` changes only when a field does: `SCHEMA_DIGESTS` records the
-schema each version published, and a test fails when the models change under an old version.
+this form (`MetricsDoc`, one per partition); the state store keeps it with each verdict and the
+reports render it, reading attributes, never string keys. `report_schema()` turns the models
+into the JSON Schema published at docs/report.schema.json. Fields of earlier versions that a
+model no longer names are kept as they were stored (`extra="allow"`): a report re-rendered from
+an old store loses nothing. It sits at the bottom of the package (it imports only the
+vocabulary), so the judge, the state store and the reports all use it. `SCHEMA_VERSION`
+changes only when a field does: `SCHEMA_DIGESTS` records the fields each version published,
+and a test fails when the models change under a published version.
 """
 
 from __future__ import annotations
@@ -20,14 +24,18 @@ from shadow_backfill.vocabulary import CheckStatus
 SCHEMA_VERSION = 2
 # The fields each schema_version published (`fields_digest`): a test fails when a field is added,
 # removed or made required under a version already published (tests/unit/test_report_schema.py).
-SCHEMA_DIGESTS = {2: "f717863b1e1fc6e9611e38bb2d55e068076e12324e6c625bb2e6e2eb9e1bc7d9"}
+SCHEMA_DIGESTS = {2: "3ec8c85a6cf7219e26ce0dfd4f890433fea9e96870ad981db2e9d2c7a462903f"}
 
 # Non-finite floats are published as text ("inf", "-inf", "nan"): JSON has no such numbers.
 Number = float | Literal["inf", "-inf", "nan"] | None
 
 
 class _Doc(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
+
+    def as_json(self) -> dict[str, Any]:
+        """The published form: the fields as they were given (an absent one stays absent)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
 class CheckDoc(_Doc):
@@ -68,6 +76,8 @@ class KeyDiffDoc(_Doc):
 
 class NoKeysDoc(_Doc):
     """No key columns configured: no key diff (published as `{}`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class HistogramDoc(_Doc):
@@ -110,21 +120,21 @@ class ColumnDoc(_Doc):
 
 
 class ColumnChangeDoc(_Doc):
-    """`changes.ColumnChange`."""
+    """`changes.ColumnChange` (every field is published; older versions published fewer)."""
 
-    matched: int | None
-    changed: int | None
-    changed_share: Number
-    mean_live: Number
-    mean_shadow: Number
-    mean_change: Number
-    mean_change_pct: Number
-    sum_change_pct: Number
-    max_abs_diff: Number
-    mean_abs_diff: Number
-    null_rate_live: Number
-    null_rate_shadow: Number
-    null_rate_change: Number
+    matched: int | None = None
+    changed: int | None = None
+    changed_share: Number = None
+    mean_live: Number = None
+    mean_shadow: Number = None
+    mean_change: Number = None
+    mean_change_pct: Number = None
+    sum_change_pct: Number = None
+    max_abs_diff: Number = None
+    mean_abs_diff: Number = None
+    null_rate_live: Number = None
+    null_rate_shadow: Number = None
+    null_rate_change: Number = None
 
 
 class SampleDoc(_Doc):
@@ -152,6 +162,14 @@ class MetricsDoc(_Doc):
     column_changes: dict[str, ColumnChangeDoc] = Field(default_factory=dict)
     samples: list[SampleDoc] = Field(default_factory=list)
     schema_: SchemaChangesDoc | None = Field(default=None, alias="schema")
+
+    @property
+    def live_rows(self) -> int | None:
+        return self.rows.live if self.rows is not None else None
+
+    @property
+    def shadow_rows(self) -> int | None:
+        return self.rows.shadow if self.rows is not None else None
 
 
 class PartitionDoc(_Doc):
@@ -191,7 +209,7 @@ def report_schema() -> dict[str, Any]:
 
 
 def schema_text() -> str:
-    """The published file's text (`python -c "from shadow_backfill.report.document import
+    """The published file's text (`python -c "from shadow_backfill.document import
     schema_text; print(schema_text(), end='')" > docs/report.schema.json`)."""
     return json.dumps(report_schema(), indent=2, sort_keys=True) + "\n"
 
