@@ -1,11 +1,16 @@
 """The fast measurer: every shadow partition against the same live partition, in two Spark jobs.
 
 However many partitions are validated, the work is two jobs over the union of shadow and live:
-the profile (`profile_job.py`: counts, nulls, moments, live deciles, compiled expectations) and
-the facts (`facts_job.py`, with `key_facts.py` for the key grouping: key diff, duplicates,
-histograms, categories, uniqueness, samples). They count; the judge computes the statistics on
-what they bring back (`distributions.py`, `stats.py`). The facts job runs a second small job
-only where a key repeats in a partition or a non-numeric value is sampled.
+the profile (`profile_job.py`: counts, nulls, moments, live deciles, compiled expectations and,
+with keys, the fingerprints of `fingerprints.py`) and the facts (`facts_job.py`, with
+`key_facts.py` for the key grouping: key diff, duplicates, histograms, categories, uniqueness,
+samples). They count; the judge computes the statistics on what they bring back
+(`distributions.py`, `stats.py`). The facts job runs a second small job only where a
+non-numeric value is sampled.
+
+The cost follows what changed: the key grouping, the one shuffle of every row, carries only
+the columns whose fingerprints disagree in some partition. A column that no key changed is
+not grouped at all; its change metrics are zeros, known from the fingerprints (`_unchanged`).
 
 Why two and not one job per metric: on small partitions every Spark job costs a scan, a
 shuffle and scheduling, which dwarfs the arithmetic; the key diff no longer needs a join
@@ -17,6 +22,7 @@ Only aggregates reach the driver: a few rows per partition and column, never dat
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -25,7 +31,7 @@ from pyspark.sql.types import IntegralType
 from shadow_backfill.validate.measure.facts_job import FactsSpec, run_facts
 from shadow_backfill.validate.measure.plan import plan_columns, tag
 from shadow_backfill.validate.measure.profile_job import run_profile
-from shadow_backfill.validate.measurements import ColumnPlan, PartitionProfile
+from shadow_backfill.validate.measurements import ColumnDiff, ColumnPlan, PartitionProfile
 
 __all__ = ["ColumnPlan", "FastMeasurer", "PartitionProfile", "plan_columns"]
 
@@ -70,10 +76,40 @@ class FastMeasurer:
         # the live deciles from every m-th row (profile_job); chosen by key, so only with keys
         self.decile_every = decile_every if keys else 1
         self.jobs = 0  # Spark jobs run, for benchmarks and tests
+        self.grouped: list[str] = []  # the columns the last run's key grouping carried
 
     def run(self, partition_texts: Sequence[str]) -> dict[str, PartitionProfile]:
         profiles = {t: PartitionProfile(t) for t in partition_texts}
-        edges = run_profile(self.union, self.plan, self.extra_aggs, profiles, self.decile_every, self.facts.keys)
+        keys = self.facts.keys
+        edges, prints = run_profile(self.union, self.plan, self.extra_aggs, profiles, self.decile_every, keys)
         self.jobs += 1
-        self.jobs += run_facts(self.union, self.facts, edges, profiles, self.decile_every)
+        grouped = prints.changed_columns(partition_texts) if keys else list(self.facts.compared)
+        self.grouped = grouped
+        facts = replace(self.facts, compared=grouped)
+        self.jobs += run_facts(self.union, facts, edges, profiles, self.decile_every)
+        unchanged = [c for c in self.facts.compared if c not in grouped]
+        if unchanged:
+            for prof in profiles.values():
+                _unchanged(prof, self.facts.compared, set(self.facts.numeric))
         return profiles
+
+
+def _unchanged(prof: PartitionProfile, compared: Sequence[str], numeric: set[str]) -> None:
+    """The change metrics of the columns the key grouping left out (their fingerprints agree,
+    or a side has no rows: no matched key to compare): none changed, and for a number the
+    largest and mean difference are 0 where a matched key has a value on both sides (None where
+    none has, and not given at all where the partition has no key, as the grouping reports
+    them). In the order of `compared`, as the report lists them."""
+    keys = prof.keys
+    if keys is None:
+        return
+    by_column = {}
+    for c in compared:
+        found = keys.by_column.get(c)
+        if found is None:
+            m = prof.columns.get(c)
+            valued = keys.matched > 0 and m is not None and m.shadow is not None and m.shadow.count > 0
+            any_key = prof.live_rows > 0 or prof.shadow_rows > 0
+            found = ColumnDiff(0, ((0.0, 0.0) if valued else (None, None)) if c in numeric and any_key else None)
+        by_column[c] = found
+    prof.keys = replace(keys, by_column=by_column)

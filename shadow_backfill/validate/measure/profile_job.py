@@ -13,7 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
+from shadow_backfill.validate.measure import fingerprints
 from shadow_backfill.validate.measure.capabilities import engine_capabilities
+from shadow_backfill.validate.measure.fingerprints import Fingerprints
 from shadow_backfill.validate.measure.plan import PARTITION_COLUMN, QUANTILES, SHADOW_FLAG, as_text, is_side, side_name
 from shadow_backfill.validate.measurements import ColumnPlan, Moments, PartitionProfile, SideStats
 
@@ -39,8 +41,10 @@ def _live_deciles(x: Column, *, array_form: bool) -> Column:
     return F.array(*[F.percentile_approx(x, q, 10000) for q in QUANTILES])
 
 
-def _aggregations(plan: ColumnPlan, extra_aggs: Mapping[str, Column]) -> list[Column]:
+def _aggregations(plan: ColumnPlan, extra_aggs: Mapping[str, Column], keys: Sequence[str]) -> list[Column]:
     aggs: list[Column] = [F.count(F.lit(1)).alias("__rows")]
+    if keys:
+        aggs += fingerprints.aggregations(keys, plan.compared)
     for i, c in enumerate([*plan.compared, *plan.added]):
         aggs.append(F.sum(F.when(F.col(c).isNull(), 1).otherwise(0)).alias(f"__null_{i}"))
     for i, c in enumerate(plan.numeric):
@@ -81,7 +85,9 @@ def _collect(union: DataFrame, plan: ColumnPlan, aggs: list[Column], every: int,
     return as_text(profile.unionByName(live, allowMissingColumns=True)).collect()
 
 
-def _read(row: Row, prof: PartitionProfile, plan: ColumnPlan, extra: Mapping[str, Column], edges: Edges) -> None:
+def _read(
+    row: Row, prof: PartitionProfile, plan: ColumnPlan, extra: Mapping[str, Column], edges: Edges, prints: Fingerprints
+) -> None:
     if row["__rows"] is None:  # the live deciles' row
         for i, c in enumerate(plan.numeric):
             qs = row[f"__q_{i}"]
@@ -90,6 +96,8 @@ def _read(row: Row, prof: PartitionProfile, plan: ColumnPlan, extra: Mapping[str
         return
     side = side_name(row[SHADOW_FLAG])
     n = int(row["__rows"])
+    if "__fp_k_0" in row.__fields__:
+        prints.read(row[PARTITION_COLUMN], row)
     if side == "live":
         prof.live_rows = n
     else:
@@ -113,14 +121,16 @@ def run_profile(
     extra_aggs: Mapping[str, Column],
     profiles: Mapping[str, PartitionProfile],
     every: int = 1,
-    sample_by: Sequence[str] = (),
-) -> Edges:
+    keys: Sequence[str] = (),
+) -> tuple[Edges, Fingerprints]:
     """Fill counts, null rates, moments and expectation aggregates into `profiles`; return the
     live deciles per partition and numeric column for the facts job, from every `every`-th live
-    row (`decile_every`, chosen by a hash of the `sample_by` columns)."""
+    row (`decile_every`, chosen by a hash of the `keys`), and with keys each side's
+    fingerprints (`fingerprints.py`), which tell the facts job what it need not group."""
     edges: Edges = {}
-    for row in _collect(union, plan, _aggregations(plan, extra_aggs), every, sample_by):
+    prints = Fingerprints(plan.compared if keys else [])
+    for row in _collect(union, plan, _aggregations(plan, extra_aggs, keys), every, keys):
         prof = profiles.get(row[PARTITION_COLUMN])
         if prof is not None:
-            _read(row, prof, plan, extra_aggs, edges)
-    return edges
+            _read(row, prof, plan, extra_aggs, edges, prints)
+    return edges, prints
