@@ -21,8 +21,11 @@ def keys_for(partitions: int) -> list[str]:
     return [(start + dt.timedelta(days=i)).isoformat() for i in range(partitions)]
 
 
-def workspace(workdir: Path, *, scale: int, transform: str, extra: dict[str, Any] | None = None) -> Any:
-    """A Backfill over a seeded live table built by the demo's v1 transform (200 x scale rows/day)."""
+def workspace(
+    workdir: Path, *, scale: int, transform: str, extra: dict[str, Any] | None = None, name: str = "bench"
+) -> Any:
+    """A Backfill over a seeded live table built by the demo's v1 transform (200 x scale rows/day);
+    `name` names its config file, so several configs can share one warehouse."""
     from shadow_backfill import Backfill
     from shadow_backfill.config import load_config
     from shadow_backfill.demo import features
@@ -37,8 +40,8 @@ def workspace(workdir: Path, *, scale: int, transform: str, extra: dict[str, Any
         "spark": {"master": "local[*]", "warehouse": "warehouse", "conf": {"spark.sql.shuffle.partitions": "8"}},
         **(extra or {}),
     }
-    (workdir / "bench.yaml").write_text(yaml.safe_dump(cfg))
-    return Backfill(load_config(workdir / "bench.yaml"))
+    (workdir / f"{name}.yaml").write_text(yaml.safe_dump(cfg))
+    return Backfill(load_config(workdir / f"{name}.yaml"))
 
 
 def seed_live(bf: Any, keys: list[str], table: str | None = None) -> None:

@@ -1,5 +1,8 @@
 """The scale curve: validation, recompute and promotion at growing data sizes, each against its
-limit measured in the same process on the same tables.
+limit measured in the same process on the same tables; and validation's scenarios
+(`bench/scenarios.py`: shadow identical to live, the demo's logic change declared, every column
+changed, and many small partitions), each against the fair limit, a plain PySpark join and
+datacompy.
 
 - validate: `Backfill.validate` against the **fair limit**, one grouped pass over shadow and
   live that reads every compared column (rows, nulls, min, max and, for numbers, sum per column,
@@ -30,6 +33,7 @@ from typing import Any
 
 from bench.common import RESULTS, check, finish, keys_for, seed_live, workspace
 from bench.memory_bench import _driver_jvm_peak_mb
+from bench.scenarios import SCENARIOS, measure
 from bench.validate_bench import SUITE, cheap_scan, fair_limit, run_fast, run_naive
 
 ROWS_PER_SCALE = 200  # entities per partition per scale step (the demo's generator)
@@ -92,14 +96,37 @@ def _promote(bf: Any, keys: list[str]) -> dict[str, float]:
     return {"promote_s": tool, "plain_overwrite_s": plain_overwrite(promoted), "promoted": len(promoted)}
 
 
-def child(partitions: int, scale: int, naive_partitions: int) -> dict[str, Any]:
-    """One scale, in this process: seed, recompute, validate (and its references), promote."""
+def _scenarios(workdir: Path, scale: int, keys: list[str], names: list[str]) -> dict[str, Any]:
+    """Each scenario's shadow recomputed into a table of its own beside the same live table,
+    then validated against its baselines (`scenarios.measure`)."""
+    out = {}
+    for name in names:
+        function, validation = SCENARIOS[name]
+        extra = {
+            "transform": {"function": function},
+            "shadow_table": f"local.bench.features_{name}",
+            "validation": validation,
+        }
+        bf = workspace(workdir, scale=scale, transform="features_v1", extra=extra, name=name)
+        bf.run(partitions=keys, max_parallel=2)
+        bf.validate(partitions=keys[:5])  # warm-up: this shadow's first reads
+        out[name] = measure(bf, keys)
+    return out
+
+
+def child(partitions: int, scale: int, naive_partitions: int, names: list[str], full: bool) -> dict[str, Any]:
+    """One scale, in this process: seed, then (with `full`) recompute, validate (and its
+    references) and promote; then the validation scenarios `names`."""
     with tempfile.TemporaryDirectory(prefix="sb-bench-") as tmp:
         (Path(tmp) / "suite.json").write_text(json.dumps(SUITE))
         bf = workspace(Path(tmp), scale=scale, transform="features_v2", extra={"expectations": ["suite.json"]})
         keys = keys_for(partitions)
         seed_live(bf, keys)
         out: dict[str, Any] = {"scale": scale, "rows_per_side": partitions * ROWS_PER_SCALE * scale}
+        if not full:
+            out["scenarios"] = _scenarios(Path(tmp), scale, keys, names)
+            bf.spark.stop()
+            return out
         out.update(_recompute(bf, keys))
         run_fast(bf, keys[:5])  # warm-up: JVM code paths and GX import
         run_naive(bf, keys[:1])
@@ -108,6 +135,7 @@ def child(partitions: int, scale: int, naive_partitions: int) -> dict[str, Any]:
         naive_s, _ = run_naive(bf, keys[:naive_partitions])
         out["naive_s"] = naive_s * len(keys) / naive_partitions
         out.update(_promote(bf, keys))
+        out["scenarios"] = _scenarios(Path(tmp), scale, keys, names)
         out["driver_jvm_peak_mb"] = _driver_jvm_peak_mb()
         bf.spark.stop()
     out["driver_python_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -155,44 +183,61 @@ def plot(runs: list[dict[str, Any]], path: Path) -> Path | None:
     return path
 
 
-def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m bench scale", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--partitions", type=int, default=90)
-    ap.add_argument("--scales", default="1,10,50,225", help="x 200 rows per partition (225: 4.05 M rows per side)")
-    ap.add_argument("--naive-partitions", type=int, default=2, help="partitions the naive loop is timed on")
-    ap.add_argument("--out", type=Path, default=None)
-    ap.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
-    if args.child is not None:
-        print(json.dumps(child(args.partitions, args.child, args.naive_partitions)))
-        return 0
+TARGETS = {"identical": 1.5, "logic": 2.0, "every": 3.0}  # validate / fair limit, largest scale
+SMALL_TARGET = 3.0  # the logic change over many small partitions
 
-    runs = []
-    for scale in [int(s) for s in args.scales.split(",")]:
-        cmd = [sys.executable, "-m", "bench.scale_bench", "--child", str(scale), "--partitions", str(args.partitions)]
-        cmd += ["--naive-partitions", str(args.naive_partitions)]
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-        runs.append(json.loads(out.strip().splitlines()[-1]))
-        r = runs[-1]
-        print(f"  scale {scale}: {r['rows_per_side']} rows/side, validate {r['validate_s']} s", flush=True)
-    # The growth is judged from scale 10 (below it fixed costs dominate) to the largest scale,
-    # with a 10% band for run-to-run noise; with no scale above 10 there is nothing to judge.
-    last = runs[-1]
-    reference = next((r for r in runs if r["scale"] >= 10), None)
-    res = {"scenario": "scale", "partitions": args.partitions, "runs": runs}
-    svg = plot(runs, (args.out.parent if args.out else RESULTS) / "scale.svg")
-    res["plot"] = svg.name if svg else None
-    checks = [check("scale: validate / fair limit, largest", last["validate_to_fair_limit"], "<=", 2)]
-    if reference is not None and reference is not last:
-        growth = round(last["validate_to_fair_limit"] / reference["validate_to_fair_limit"], 2)
-        checks.append(check(f"scale: ratio growth, scale {reference['scale']} -> largest", growth, "<=", 1.1))
-    checks += [
-        check("scale: recompute / bulk, largest", last["recompute_to_bulk"], "<=", 1.3),
-        check("scale: promote / plain overwrite, largest", last["promote_to_plain"], "<=", 1.2),
-    ]
-    lines = [f"scale: {args.partitions} partitions; seconds (ratio to its limit)"]
+
+def _child(args: argparse.Namespace, partitions: int, scale: int, names: list[str], full: bool) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "bench.scale_bench", "--child", str(scale), "--partitions", str(partitions)]
+    cmd += ["--naive-partitions", str(args.naive_partitions), "--scenarios", ",".join(names)]
+    cmd += [] if full else ["--scenarios-only"]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def _scenario_checks(runs: list[dict[str, Any]], small: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The targets of the scenarios: each ratio to the fair limit at the largest scale, its
+    growth from 180,000 rows per side (scale 10) on, and at every scale the tool faster than
+    datacompy, its counts the plain join's and its verdicts the reference's."""
+    last, checks = runs[-1], []
+    first = next((r for r in runs if r["scale"] >= 10), None)
+    for name, target in TARGETS.items():
+        if name not in last["scenarios"]:
+            continue
+        ratio = last["scenarios"][name]["to_fair_limit"]
+        checks.append(check(f"{name}: validate / fair limit, largest", ratio, "<=", target))
+        if first is not None and first is not last:
+            growth = round(ratio / first["scenarios"][name]["to_fair_limit"], 2)
+            checks.append(check(f"{name}: ratio growth, scale {first['scale']} -> largest", growth, "<=", 1.1))
+    if small is not None:
+        ratio = small["scenarios"]["logic"]["to_fair_limit"]
+        checks.append(
+            check(f"small partitions ({small['partitions']}): validate / fair limit", ratio, "<=", SMALL_TARGET)
+        )
+    for r in [*runs, *([small] if small else [])]:
+        for name, m in r["scenarios"].items():
+            where = f"{name} at {r['rows_per_side']} rows/side"
+            checks.append(check(f"{where}: validate / datacompy", m["to_datacompy"], "<", 1.0))
+            checks.append(check(f"{where}: counts = plain join", int(m["counts_equal_plain_join"]), ">=", 1))
+            checks.append(check(f"{where}: verdicts = reference", int(m["verdicts_equal_reference"]), ">=", 1))
+    return checks
+
+
+def _scenario_lines(runs: list[dict[str, Any]]) -> list[str]:
+    lines = ["scenarios: seconds, tool (ratio to the fair limit, to the plain join, to datacompy)"]
+    for r in runs:
+        for name, m in r["scenarios"].items():
+            shape = f"{r['partitions']:>4} x {r['rows_per_side'] // r['partitions']:>6}"
+            lines.append(
+                f"  {shape} {name:>9}: tool {m['validate_s']:>6} ({m['to_fair_limit']:>4}x fair "
+                f"{m['fair_limit_s']}, {m['to_plain_join']:>4}x join {m['plain_join_s']}, "
+                f"{m['to_datacompy']:>4}x datacompy {m['datacompy_s']}) verdicts {m['verdicts']}"
+            )
+    return lines
+
+
+def _full_lines(runs: list[dict[str, Any]], partitions: int) -> list[str]:
+    lines = [f"scale: {partitions} partitions; seconds (ratio to its limit)"]
     head = ("rows/side", 10), ("validate", 16), ("fair", 7), ("cheap", 7), ("recompute", 16), ("promote", 16)
     lines.append("  " + " ".join(f"{name:>{width}}" for name, width in head) + f" {'JVM MB':>7}")
     for r in runs:
@@ -201,6 +246,63 @@ def main(argv: list[str]) -> int:
             f"{r['fair_limit_s']:>7} {r['cheap_scan_s']:>7} {r['recompute_s']:>8} ({r['recompute_to_bulk']:>4}x) "
             f"{r['promote_s']:>8} ({r['promote_to_plain']:>4}x) {r['driver_jvm_peak_mb']:>7}"
         )
+    return lines
+
+
+def _full_checks(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # The growth is judged from scale 10 (below it fixed costs dominate) to the largest scale,
+    # with a 10% band for run-to-run noise; with no scale above 10 there is nothing to judge.
+    last = runs[-1]
+    reference = next((r for r in runs if r["scale"] >= 10), None)
+    checks = [check("scale: validate / fair limit, largest", last["validate_to_fair_limit"], "<=", 2)]
+    if reference is not None and reference is not last:
+        growth = round(last["validate_to_fair_limit"] / reference["validate_to_fair_limit"], 2)
+        checks.append(check(f"scale: ratio growth, scale {reference['scale']} -> largest", growth, "<=", 1.1))
+    checks.append(check("scale: recompute / bulk, largest", last["recompute_to_bulk"], "<=", 1.3))
+    checks.append(check("scale: promote / plain overwrite, largest", last["promote_to_plain"], "<=", 1.2))
+    return checks
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m bench scale", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--partitions", type=int, default=90)
+    ap.add_argument("--scales", default="1,10,50,225", help="x 200 rows per partition (225: 4.05 M rows per side)")
+    ap.add_argument("--naive-partitions", type=int, default=2, help="partitions the naive loop is timed on")
+    ap.add_argument("--scenarios", default=",".join(SCENARIOS), help="validation scenarios run at each scale")
+    ap.add_argument("--small", default="365x5", help="partitions x scale of the many-small-partitions run, or none")
+    ap.add_argument("--scenarios-only", action="store_true", help="skip recompute, promotion and the naive loop")
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    names = [n for n in args.scenarios.split(",") if n]
+    full = not args.scenarios_only
+    if args.child is not None:
+        print(
+            json.dumps(
+                {
+                    **child(args.partitions, args.child, args.naive_partitions, names, full),
+                    "partitions": args.partitions,
+                }
+            )
+        )
+        return 0
+
+    runs = []
+    for scale in [int(s) for s in args.scales.split(",")]:
+        runs.append(_child(args, args.partitions, scale, names, full))
+        print(f"  scale {scale}: {runs[-1]['rows_per_side']} rows/side done", flush=True)
+    small = None
+    if args.small != "none" and "logic" in SCENARIOS:
+        partitions, scale = (int(x) for x in args.small.split("x"))
+        small = _child(args, partitions, scale, ["logic"], False)
+    res: dict[str, Any] = {"scenario": "scale", "partitions": args.partitions, "runs": runs, "small": small}
+    checks, lines = _scenario_checks(runs, small), _scenario_lines(runs + ([small] if small else []))
+    if full:
+        svg = plot(runs, (args.out.parent if args.out else RESULTS) / "scale.svg")
+        res["plot"] = svg.name if svg else None
+        checks, lines = _full_checks(runs) + checks, _full_lines(runs, args.partitions) + lines
     return finish("scale", res, checks, lines, args.out)
 
 

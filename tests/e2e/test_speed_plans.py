@@ -53,6 +53,7 @@ def _groupings(spark: Any, live_rows: int) -> Counter[str]:
     shadow, live = _sides(spark)
     measurer = FastMeasurer(shadow, live, partition="ds", keys=["id"], max_categories=10, sample_rows=5)
     edges, _ = run_profile(measurer.union, measurer.plan, {}, {t: PartitionProfile(t) for t in ("0", "1")}, 1, ["id"])
+    assert edges, "no live deciles: the bins branch, which a trick is for, would not be planned"
     spec = measurer.facts
     thresholds = edges_frame(spark, spec, edges, measurer.union.schema[PARTITION_COLUMN].dataType)
     df = facts_frame(measurer.union, spec, fact_list(spec, True), thresholds, live_rows)
@@ -62,14 +63,21 @@ def _groupings(spark: Any, live_rows: int) -> Counter[str]:
 
 
 BY_KEY = f"{PARTITION_COLUMN}, {key_facts.key_names(SimpleNamespace(keys=['id']))[0]}"  # by partition and key
-BY_PARTITION = PARTITION_COLUMN  # the counts (one row per partition) and the histograms
+BY_PARTITION = PARTITION_COLUMN  # the counts: one row per partition
+
+
+def test_the_bins_read_every_column_so_the_key_grouping_is_shared(
+    shuffles: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert _groupings(shuffles, ROWS)[BY_KEY] == 1
+    monkeypatch.setattr(key_facts, "_reads_every_column", lambda spec: F.lit(True))
+    assert _groupings(shuffles, ROWS)[BY_KEY] == 2, "without the trick Spark still shares: remove it"
 
 
 def test_the_sample_cut_reads_the_counts_whole_so_they_are_shared(
     shuffles: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cut = sample_cut.FROM_ROWS  # from here the samples are cut, and the counts joined back
-    shared = _groupings(shuffles, cut)
-    assert shared[BY_KEY] == 1 and shared[BY_PARTITION] == 2  # the counts once, the histograms
+    assert _groupings(shuffles, cut)[BY_PARTITION] == 1
     monkeypatch.setattr(sample_cut, "read_whole", lambda counts: counts)
-    assert _groupings(shuffles, cut)[BY_PARTITION] == 3, "without the trick Spark still shares: remove it"
+    assert _groupings(shuffles, cut)[BY_PARTITION] == 2, "without the trick Spark still shares: remove it"
