@@ -191,8 +191,11 @@ def _child(args: argparse.Namespace, partitions: int, scale: int, names: list[st
     cmd = [sys.executable, "-m", "bench.scale_bench", "--child", str(scale), "--partitions", str(partitions)]
     cmd += ["--naive-partitions", str(args.naive_partitions), "--scenarios", ",".join(names)]
     cmd += [] if full else ["--scenarios-only"]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return dict(json.loads(out.strip().splitlines()[-1]))
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:  # the child's own error, not only its exit status
+        tail = [line for line in done.stderr.splitlines() if "WARN" not in line][-20:]
+        raise SystemExit(f"scale {scale} x {partitions} partitions failed:\n" + "\n".join(tail))
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def _scenario_checks(runs: list[dict[str, Any]], small: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -263,6 +266,38 @@ def _full_checks(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return checks
 
 
+def plot_scenarios(runs: list[dict[str, Any]], path: Path) -> Path | None:
+    """Seconds against rows per side, log-log: each scenario's validation, and the baselines
+    measured beside the `logic` scenario (the fair limit, the plain join, datacompy). None
+    when matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("svg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [r["rows_per_side"] for r in runs]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name in runs[-1]["scenarios"]:
+        ax.plot(rows, [r["scenarios"][name]["validate_s"] for r in runs], "-o", label=f"tool: {name}")
+    baselines = [("fair_limit_s", "fair limit"), ("plain_join_s", "plain join"), ("datacompy_s", "datacompy")]
+    for key, label in baselines:
+        ax.plot(rows, [r["scenarios"]["logic"][key] for r in runs], "--s", label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("rows per side (90 partitions)")
+    ax.set_ylabel("seconds")
+    ax.set_title("validation by kind of change (2 cores, one process per scale)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m bench scale", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -298,6 +333,9 @@ def main(argv: list[str]) -> int:
         partitions, scale = (int(x) for x in args.small.split("x"))
         small = _child(args, partitions, scale, ["logic"], False)
     res: dict[str, Any] = {"scenario": "scale", "partitions": args.partitions, "runs": runs, "small": small}
+    if "logic" in runs[-1]["scenarios"]:
+        drawn = plot_scenarios(runs, (args.out.parent if args.out else RESULTS) / "scenarios.svg")
+        res["scenarios_plot"] = drawn.name if drawn else None
     checks, lines = _scenario_checks(runs, small), _scenario_lines(runs + ([small] if small else []))
     if full:
         svg = plot(runs, (args.out.parent if args.out else RESULTS) / "scale.svg")

@@ -5,8 +5,9 @@ the profile (`profile_job.py`: counts, nulls, moments, live deciles, compiled ex
 with keys, the fingerprints of `fingerprints.py`) and the facts (`facts_job.py`, with
 `key_facts.py` for the key grouping: key diff, duplicates, histograms, categories, uniqueness,
 samples). They count; the judge computes the statistics on what they bring back
-(`distributions.py`, `stats.py`). The facts job runs a second small job only where a
-non-numeric value is sampled.
+(`distributions.py`, `stats.py`). The facts job runs a second small job only where a key
+repeats in a partition (for the histograms it reads off the grouping) or a non-numeric value
+is sampled.
 
 The cost follows what changed: the key grouping, the one shuffle of every row, carries only
 the columns whose fingerprints disagree in some partition. A column that no key changed is

@@ -12,7 +12,7 @@ summed as two 32-bit halves, so no sum can overflow below 2^31 rows per partitio
 again instead of cancelling. The two hashes are xxhash64 chained from two different starts,
 as independent as two seeds. A difference is hidden only if both 64-bit sums collide at
 once, about 2^-128 per partition and column for data not crafted against xxhash64; the row and
-null counts must agree as well. `tests/formats/test_fingerprints.py` checks that a collision of
+null counts must agree as well. `tests/e2e/test_fingerprints.py` checks that a collision of
 one hash is caught by the other, and that swaps, repeats and nulls are seen.
 """
 
@@ -59,6 +59,7 @@ class Fingerprints:
     """Per partition text and side, the sums of the key set (`None`) and of each column."""
 
     compared: Sequence[str]
+    enabled: bool = True  # false without keys: no (key, value) pairs to sum
     sides: dict[tuple[str, str], dict[str | None, tuple[int, ...]]] = field(default_factory=dict)
 
     def read(self, partition: str, row: Row) -> None:

@@ -96,7 +96,7 @@ def _read(
         return
     side = side_name(row[SHADOW_FLAG])
     n = int(row["__rows"])
-    if "__fp_k_0" in row.__fields__:
+    if prints.enabled:
         prints.read(row[PARTITION_COLUMN], row)
     if side == "live":
         prof.live_rows = n
@@ -128,7 +128,7 @@ def run_profile(
     row (`decile_every`, chosen by a hash of the `keys`), and with keys each side's
     fingerprints (`fingerprints.py`), which tell the facts job what it need not group."""
     edges: Edges = {}
-    prints = Fingerprints(plan.compared if keys else [])
+    prints = Fingerprints(plan.compared, enabled=bool(keys))
     for row in _collect(union, plan, _aggregations(plan, extra_aggs, keys), every, keys):
         prof = profiles.get(row[PARTITION_COLUMN])
         if prof is not None:
