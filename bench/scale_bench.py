@@ -148,9 +148,12 @@ def child(partitions: int, scale: int, naive_partitions: int, names: list[str], 
     return {k: round(v, 2) if isinstance(v, float) else v for k, v in {**out, **ratios}.items()}
 
 
-def plot(runs: list[dict[str, Any]], path: Path) -> Path | None:
-    """Seconds against rows per side, log-log: the tool, the fair limit and the naive loop for
-    validation, and recompute against its bulk limit. None when matplotlib is not installed."""
+Line = tuple[list[float], str, str]  # (seconds per run, matplotlib style, label)
+
+
+def _loglog(path: Path, rows: list[int], lines: list[Line], xlabel: str, title: str) -> Path | None:
+    """Seconds against rows per side, log-log, as an SVG at `path`; None when matplotlib is not
+    installed (the `bench` extra)."""
     try:
         import matplotlib
 
@@ -159,8 +162,25 @@ def plot(runs: list[dict[str, Any]], path: Path) -> Path | None:
     except ImportError:
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
-    rows = [r["rows_per_side"] for r in runs]
     fig, ax = plt.subplots(figsize=(7, 4.5))
+    for values, style, label in lines:
+        ax.plot(rows, values, style, label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("seconds")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def plot(runs: list[dict[str, Any]], path: Path) -> Path | None:
+    """The tool, the fair limit and the naive loop for validation, and recompute against its
+    bulk limit."""
     series = [
         ("validate_s", "validate (tool)", "-o"),
         ("fair_limit_s", "fair limit: one grouped pass, every column", "--o"),
@@ -168,19 +188,9 @@ def plot(runs: list[dict[str, Any]], path: Path) -> Path | None:
         ("recompute_s", "recompute (tool)", "-s"),
         ("bulk_overwrite_s", "one bulk overwrite", "--s"),
     ]
-    for key, label, style in series:
-        ax.plot(rows, [r[key] for r in runs], style, label=label)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("rows per side")
-    ax.set_ylabel("seconds")
-    ax.set_title("shadow_backfill at scale (2 cores, one process per scale)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    lines = [([r[key] for r in runs], style, label) for key, label, style in series]
+    title = "shadow_backfill at scale (2 cores, one process per scale)"
+    return _loglog(path, [r["rows_per_side"] for r in runs], lines, "rows per side", title)
 
 
 TARGETS = {"identical": 1.5, "logic": 2.0, "every": 3.0}  # validate / fair limit, largest scale
@@ -267,35 +277,15 @@ def _full_checks(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def plot_scenarios(runs: list[dict[str, Any]], path: Path) -> Path | None:
-    """Seconds against rows per side, log-log: each scenario's validation, and the baselines
-    measured beside the `logic` scenario (the fair limit, the plain join, datacompy). None
-    when matplotlib is not installed."""
-    try:
-        import matplotlib
-
-        matplotlib.use("svg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    rows = [r["rows_per_side"] for r in runs]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name in runs[-1]["scenarios"]:
-        ax.plot(rows, [r["scenarios"][name]["validate_s"] for r in runs], "-o", label=f"tool: {name}")
+    """Each scenario's validation, and the baselines measured beside the `logic` scenario (the
+    fair limit, the plain join, datacompy)."""
+    lines: list[Line] = [
+        ([r["scenarios"][name]["validate_s"] for r in runs], "-o", f"tool: {name}") for name in runs[-1]["scenarios"]
+    ]
     baselines = [("fair_limit_s", "fair limit"), ("plain_join_s", "plain join"), ("datacompy_s", "datacompy")]
-    for key, label in baselines:
-        ax.plot(rows, [r["scenarios"]["logic"][key] for r in runs], "--s", label=label)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("rows per side (90 partitions)")
-    ax.set_ylabel("seconds")
-    ax.set_title("validation by kind of change (2 cores, one process per scale)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    lines += [([r["scenarios"]["logic"][key] for r in runs], "--s", label) for key, label in baselines]
+    title = "validation by kind of change (2 cores, one process per scale)"
+    return _loglog(path, [r["rows_per_side"] for r in runs], lines, "rows per side (90 partitions)", title)
 
 
 def main(argv: list[str]) -> int:
