@@ -50,6 +50,21 @@ class BackfillResult:
         """Everything requested was recomputed and every partition passed the gate."""
         return self.run.complete and self.validation.ok
 
+    @property
+    def held(self) -> list[str]:
+        """Partitions that wait for a human: validated `warn`, so not promoted (the CLI exits 3)."""
+        promoted = set(self.promotion.partitions) if self.promotion else set()
+        warned = [v.partition for v in self.validation.verdicts if v.verdict == CheckStatus.WARN]
+        return [k for k in warned if k not in promoted]
+
+    @property
+    def refused(self) -> dict[str, str]:
+        """Passing partitions the promotion refused at the last moment (live changed after
+        validation): a promotion asked for and not made is not a success."""
+        if self.promotion is not None or self.promotion_plan is None:
+            return {}
+        return dict(self.promotion_plan.refused)
+
 
 class Backfill:
     """Everything the tool does for one config. Spark and the state store open lazily."""
@@ -85,10 +100,28 @@ class Backfill:
         fmt = format_for(self.config.format, self.spark, self.scheme, self.config.base_dir)
         fmt.check_plain_table(self.live_table, "live table")
         fmt.check_plain_table(self.shadow_table, "shadow table")
+        resolved = self._scheme_read_from_live(fmt)
+        if resolved != self.scheme:
+            self.scheme = resolved
+            fmt = format_for(self.config.format, self.spark, resolved, self.config.base_dir)
         return fmt
+
+    def _scheme_read_from_live(self, fmt: TableFormat) -> PartitionScheme:
+        """The partition scheme with what the config left out read from the live table (its
+        column type, a hidden transform's granularity), once, before any part takes the scheme:
+        the recompute, the validator and the promoter are all built after `table_format`."""
+        spec = self.config.partition
+        if spec.type is not None or not fmt.exists(self.live_table):
+            return self.scheme
+        types = {f.name: f.dataType.simpleString() for f in fmt.schema(self.live_table).fields}
+        if spec.column not in types:
+            return self.scheme  # the recompute's check names the missing column
+        partitioning = fmt.partition_columns(self.live_table) if types[spec.column].startswith("timestamp") else []
+        return self.scheme.resolved(spec, types[spec.column], partitioning, self.live_table)
 
     @cached_property
     def transform(self) -> Transform:
+        self.table_format  # noqa: B018 - settles the scheme against the live table first
         return load_transform(self.config, self.scheme)
 
     @property
@@ -228,7 +261,7 @@ class Backfill:
         """Named partitions normalized, each once, in the order given (None: let the command choose)."""
         if partitions is None:
             return None
-        keys = self.scheme.normalize_all(partitions)
+        keys = self.table_format.scheme.normalize_all(partitions)  # the scheme read from live
         if not keys:
             raise UsageError("the partition list is empty")
         return keys
@@ -290,11 +323,14 @@ class Backfill:
             if fmt.exists(table)
         }
 
-    def history(self) -> list[PromotionRecord]:
-        """Promotions and rollbacks of the live table, oldest first (commits missing from the
-        state store, e.g. after a crash between commit and audit row, are recorded first)."""
-        self._require_live()
-        reconcile(self.table_format, self.store, self.live_table)
+    def history(self, *, reconcile_live: bool = True) -> list[PromotionRecord]:
+        """Promotions and rollbacks of the live table, oldest first. With `reconcile_live`,
+        commits missing from the state store (a crash between commit and audit row) are
+        recorded first, which reads the live table; without it only the state store is read
+        and Spark never starts (the CLI's default: `history --json` answers in a second)."""
+        if reconcile_live:
+            self._require_live()
+            reconcile(self.table_format, self.store, self.live_table)
         return self.store.promotions(self.live_table)
 
     def _require_live(self) -> None:

@@ -10,6 +10,7 @@ inject anything.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import reduce
@@ -47,6 +48,27 @@ _SPARK_KIND = {
 # One command selects at most this many partitions: a typo like --end 9999-12-31 is refused
 # before millions of keys are expanded (100000 is 11 years hourly, 273 years daily).
 MAX_PARTITIONS = 100_000
+
+
+_HIDDEN_TRANSFORM = {"daily": "days", "hourly": "hours", "monthly": "months"}
+_HIDDEN = re.compile(r"^(days|hours|months)\((\w+)\)$")
+
+
+def column_kind(spark_type: str) -> str | None:
+    """A Spark type (`timestamp`, `varchar(8)`, `bigint`) as the partition.type that holds it."""
+    if spark_type.lower().startswith(("varchar", "char")):
+        return "string"
+    return _SPARK_KIND.get(spark_type.split("(")[0].lower())
+
+
+def hidden_granularity(partitioning: Sequence[str], column: str) -> str | None:
+    """The granularity of a hidden partition transform of `column` in a table's partitioning
+    (as `TableFormat.partition_columns` spells it: `days(event_ts)`), or None."""
+    for spec in partitioning:
+        m = _HIDDEN.match(spec)
+        if m and m.group(2) == column:
+            return {v: k for k, v in _HIDDEN_TRANSFORM.items()}[m.group(1)]
+    return None
 
 
 def quote_identifier(name: str) -> str:
@@ -152,8 +174,44 @@ class PartitionScheme:
 
     def sort(self, keys: Iterable[str]) -> list[str]:
         """Partition keys in time order: the one place keys from the store, a format's listing
-        or the user are put in order (by the period each names, not by its text)."""
-        return sorted(keys, key=self.parse_key)
+        or the user are put in order (by the period each names, not by its text). A canonical
+        key's shape names its period, so the order holds before the granularity is read from
+        the live table (`status` and `report` read only the state store)."""
+        return sorted(keys, key=self._period_of)
+
+    def _period_of(self, key: str) -> dt.datetime:
+        for fmt in dict.fromkeys([_KEY_FORMAT[self.granularity], *_KEY_FORMAT.values()]):
+            try:
+                return dt.datetime.strptime(key, fmt)
+            except ValueError:
+                continue
+        return self.parse_key(key)
+
+    def resolved(
+        self, spec: PartitionSpec, column_type: str, partitioning: Sequence[str], table: str
+    ) -> PartitionScheme:
+        """This scheme completed by what the live table says and the config left out: the
+        column's type, and the granularity of a hidden transform (`hours(event_ts)`). The tool
+        read them; asking the user to type them again helps no one. What the config wrote
+        wins, and a written granularity that contradicts the table's transform is refused
+        here, naming both (a written type that contradicts the column is refused by
+        `check_column_type`)."""
+        written = spec.model_fields_set
+        hidden = hidden_granularity(partitioning, spec.column)
+        if hidden is not None and "granularity" in written and hidden != spec.granularity:
+            raise ConfigError(
+                f"partition.granularity is {spec.granularity!r}, but {table} is partitioned by "
+                f"{_HIDDEN_TRANSFORM[hidden]}({spec.column}), which is {hidden}: set partition.granularity "
+                f"to {hidden!r} or leave it out"
+            )
+        update: dict[str, str] = {}
+        if hidden is not None:
+            update["granularity"] = hidden
+        kind = column_kind(column_type)
+        granularity = update.get("granularity", spec.granularity)
+        if spec.type is None and kind in _COLUMN_KINDS[granularity]:
+            update["type"] = kind
+        return PartitionScheme.from_spec(spec.model_copy(update=update)) if update else self
 
     def value(self, key: str) -> PartitionValue:
         """The typed value stored in the partition column for a key."""
@@ -250,9 +308,7 @@ class PartitionScheme:
     def check_column_type(self, spark_type: str, table: str) -> None:
         """Refuse a live partition column whose type cannot hold these partitions, before any write
         (an hourly range on a DATE column would otherwise write 24 copies of each day)."""
-        kind = _SPARK_KIND.get(spark_type.split("(")[0].lower())
-        if spark_type.lower().startswith(("varchar", "char")):
-            kind = "string"
+        kind = column_kind(spark_type)
         allowed = _COLUMN_KINDS[self.granularity]
         if kind not in allowed:
             raise ConfigError(
@@ -263,7 +319,7 @@ class PartitionScheme:
         if kind != self.type:
             raise ConfigError(
                 f"partition column {self.column!r} of {table} is {spark_type}, but partition.type is "
-                f"{self.type!r}: set partition.type to {kind!r} (and partition.format if needed)"
+                f"{self.type!r}: set partition.type to {kind!r} or leave it out (and partition.format if needed)"
             )
 
     def normalize_all(self, texts: Iterable[str]) -> list[str]:

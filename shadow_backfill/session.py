@@ -11,7 +11,9 @@ import contextlib
 import os
 import re
 import socket
+import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +37,22 @@ DEFAULT_CONF = {
 }
 
 
+@contextlib.contextmanager
+def jvm_stdout_to_stderr() -> Iterator[None]:
+    """Start processes (the JVM PySpark launches, an embedded server) with our stderr as their
+    stdout, for their whole life. Ivy prints its resolution (`:: loading settings :: ...`) on
+    the JVM's stdout before any log4j setting applies, so `status --json | jq` would not parse;
+    nothing a user may parse shares stdout with them. Our own stdout is restored on exit."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def start_sail() -> str:
     """Start (once per process) an embedded Sail Spark Connect server on loopback; return its URL."""
     global _sail_server
@@ -45,7 +63,8 @@ def start_sail() -> str:
             except ImportError:
                 raise SessionError("spark.remote is 'sail' but pysail is not installed (pip install pysail)") from None
             server = SparkConnectServer(ip="127.0.0.1", port=0)
-            server.start(background=True)
+            with jvm_stdout_to_stderr():
+                server.start(background=True)
             _sail_server = server
             atexit.register(server.stop)
         host, port = _sail_server.listening_address
@@ -148,7 +167,8 @@ def open_session(config: BackfillConfig) -> SparkSession:
     for k, v in conf.items():
         builder = builder.config(k, v)
     try:
-        spark = builder.getOrCreate()
+        with jvm_stdout_to_stderr():
+            spark = builder.getOrCreate()
     except Exception as exc:
         hint = ""
         if "spark.jars.packages" in conf:

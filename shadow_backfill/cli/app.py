@@ -15,8 +15,8 @@ import typer
 
 from shadow_backfill.cli.output import fail, handle_errors, out, recompute_progress, split_partitions
 from shadow_backfill.cli.render import (
+    exit_for_verdicts,
     fail_if_incomplete,
-    failed_validation,
     history_table,
     print_backfill,
     print_plan,
@@ -106,12 +106,11 @@ def validate(
     end: str | None = typer.Option(None, help="Last partition (included)."),
     partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
 ) -> None:
-    """Validate shadow partitions (suites + drift against live); exits 1 if any partition fails."""
+    """Validate shadow partitions (suites + drift against live); exit 1 if any fails, 3 if some only warn."""
     bf = open_backfill(config)
     result = bf.validate(start, end, split_partitions(partitions))
     print_verdicts(result)
-    if not result.ok:
-        fail(failed_validation(result))
+    exit_for_verdicts(result)
 
 
 @app.command()
@@ -190,9 +189,14 @@ def gc(
 def history(
     config: Path = ConfigArg,
     as_json: bool = typer.Option(False, "--json", help="Print a JSON list instead of a table."),
+    reconcile: bool = typer.Option(
+        False,
+        "--reconcile",
+        help="First record live-table commits the state store misses (after a crash); starts Spark.",
+    ),
 ) -> None:
-    """Promotions and rollbacks of the live table, oldest first."""
-    recs = open_backfill(config).history()
+    """Promotions and rollbacks of the live table, oldest first (from the state store; no Spark)."""
+    recs = open_backfill(config).history(reconcile_live=reconcile)
     if as_json:
         sys.stdout.write(json.dumps([r.as_dict() for r in recs], indent=2, default=str) + "\n")
         return

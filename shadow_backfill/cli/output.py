@@ -1,9 +1,9 @@
 """How the CLI speaks: two consoles with markup off, one error line per failure, log files.
 
 Every command turns a :class:`ShadowBackfillError` into one red line naming the culprit and
-its exit code (2 for usage errors, 1 for runtime failures). Anything else (an engine error we
-did not foresee) is one line too, with the full traceback written to a log file whose path the
-line gives; Ctrl-C is "interrupted" and exit 130. Both consoles have markup off: partition
+its exit code (the table below). Anything else (an engine error we did not foresee) is one
+line too, with the full traceback written to a log file whose path the line gives; Ctrl-C is
+"interrupted" and exit 130. Both consoles have markup off: partition
 values, table names, messages and data are user text and must print as typed, so styling is
 only ever applied through `Text` objects.
 """
@@ -37,6 +37,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 LOG_DIR_ENV = "SHADOW_BACKFILL_LOG_DIR"
 
+# The exit codes a scheduler reads; the docs' table is this one. 0 only when everything asked
+# was done; HELD when partitions wait for a human (verdict warn, not promoted) and nothing failed.
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_HELD = 3
+EXIT_INTERRUPTED = 130
+
 
 def log_dir() -> Path:
     """Where full tracebacks go: $SHADOW_BACKFILL_LOG_DIR, else a per-user folder in the system
@@ -65,7 +73,7 @@ def write_log(text: str) -> Path | None:
         return None
 
 
-def fail(message: str, code: int = 1, details: str | None = None) -> NoReturn:
+def fail(message: str, code: int = EXIT_FAILED, details: str | None = None) -> NoReturn:
     """Print the one error line and exit. A multi-line message keeps its first line; the rest,
     with `details`, goes to a log file named on that line. No secret of the config is printed,
     whatever the message quotes (a driver's error may quote its connection string)."""
@@ -81,6 +89,13 @@ def fail(message: str, code: int = 1, details: str | None = None) -> NoReturn:
     raise typer.Exit(code)
 
 
+def hold(message: str) -> NoReturn:
+    """Exit 3 with one line saying what waits for approval: nothing failed, but the job did not
+    do everything asked, and a scheduler that saw 0 would report a backfill that changed nothing."""
+    console.print(Text.assemble(("held:", "bold yellow"), " ", redact(message)), soft_wrap=True)
+    raise typer.Exit(EXIT_HELD)
+
+
 def handle_errors(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -89,7 +104,7 @@ def handle_errors(fn: F) -> F:
         except ShadowBackfillError as exc:
             fail(str(exc), exc.exit_code)
         except KeyboardInterrupt:
-            fail("interrupted (partitions not written yet are redone by the next run)", 130)
+            fail("interrupted (partitions not written yet are redone by the next run)", EXIT_INTERRUPTED)
         except (typer.Exit, typer.Abort, typer.TyperException):  # Typer's own exits and usage errors
             raise
         except Exception as exc:

@@ -7,7 +7,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from shadow_backfill.cli.output import console, fail, out
+from shadow_backfill.cli.output import console, fail, hold, out
 from shadow_backfill.vocabulary import CheckStatus
 
 STATUS_STYLE = {"written": "green", "running": "yellow", "pending": "dim", "failed": "red"}
@@ -64,6 +64,21 @@ def failed_validation(result: Any) -> str:
     return f"{len(failed)} partition(s) failed validation: {', '.join(failed[:5])}{more}"
 
 
+def held_line(partitions: list[str], why: str) -> str:
+    """The line of exit 3 names the partitions that wait, so the scheduler's log says what to approve."""
+    more = f" and {len(partitions) - 5} more" if len(partitions) > 5 else ""
+    return f"{len(partitions)} partition(s) {why}: {', '.join(partitions[:5])}{more}"
+
+
+def exit_for_verdicts(result: Any) -> None:
+    """`validate`'s exit code: 1 if any partition failed, 3 if some only warned, else 0."""
+    if not result.ok:
+        fail(failed_validation(result))
+    warned = [v.partition for v in result.verdicts if v.verdict == CheckStatus.WARN]
+    if warned:
+        hold(held_line(warned, "warned; review them before promoting (promote --allow-warn)"))
+
+
 def print_verdicts(result: Any) -> None:
     table = Table(title=f"validation {result.validation_id}: shadow version {result.shadow_version}")
     for col in ("partition", "verdict", "rows live → shadow", "reasons"):
@@ -91,7 +106,7 @@ def skipped_note(verdicts: list[Any]) -> str:
     n = sum(1 for v in parts for c in v.checks if c.status == CheckStatus.SKIPPED)
     return (
         f"note: {n} distribution checks in {len(parts)} partition(s) were not judged (too few rows); "
-        "bound the intended change with validation.expected_changes (see the README)\n"
+        "bound the intended change with validation.expected_changes (docs: concepts, the change contract)\n"
     )
 
 
@@ -151,5 +166,9 @@ def print_backfill(result: Any) -> None:
     problems = incomplete_run(result.run)
     if not result.validation.ok:
         problems.append(failed_validation(result.validation))
+    if result.refused:
+        problems.append(f"promotion refused: {next(iter(result.refused.values()))}")
     if problems:
         fail("; ".join(problems))
+    if result.held:
+        hold(held_line(result.held, "held for approval (verdict warn, not promoted)"))

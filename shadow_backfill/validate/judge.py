@@ -97,7 +97,7 @@ _CHANGE_TEXT = {
 
 class Judge:
     """Grades one partition's measurements against the config: the change contract when one is
-    declared, the drift thresholds otherwise (see the README for the rules)."""
+    declared, the drift thresholds otherwise (the rules: docs/concepts.md, "The change contract")."""
 
     def __init__(self, spec: ValidationSpec, plan: ColumnPlan) -> None:
         self.spec = spec

@@ -458,7 +458,7 @@ CASES = [
     ),
     Case(
         "history of a missing live table",
-        ["history", "{cfg}"],
+        ["history", "{cfg}", "--reconcile"],
         2,
         "live table '{missing}' does not exist ({format})",
         edit={"live_table": "{missing}"},

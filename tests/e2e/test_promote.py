@@ -116,6 +116,26 @@ def test_backfill_main_job(make: MakeBackfill) -> None:
     assert bf.read_live([DRIFT]).count() == t.ROWS_PER_DAY
 
 
+def test_partitions_held_for_approval_exit_3(make_backfill: MakeBackfill) -> None:
+    """A backfill whose only problem is a `warn` promotes what passed and exits 3, not 0: a
+    scheduler must not report success while a partition waits for a human. The exit codes do
+    not depend on the table format (Iceberg only)."""
+    warn_only = {"warn": 0.01, "fail": None}
+    bf = make_backfill(
+        transform={"function": "sb_test_transforms:drift_on_one_day"},
+        validation={**QUIET, "keys_removed": warn_only, "row_count_change": warn_only},
+    )
+    cfg = str(bf.config_path)  # type: ignore[attr-defined]
+    result = CliRunner().invoke(app, ["backfill", cfg, "--start", START, "--end", END])
+    assert result.exit_code == 3, result.output
+    assert "9 pass, 1 warn, 0 fail" in result.output and "promoted 9 partition(s)" in result.output
+    assert f"held: 1 partition(s) held for approval (verdict warn, not promoted): {DRIFT}" in result.output
+    again = CliRunner().invoke(app, ["validate", cfg, "--partitions", DRIFT])
+    assert again.exit_code == 3 and "0 pass, 1 warn, 0 fail" in again.output, again.output
+    passing = CliRunner().invoke(app, ["validate", cfg, "--partitions", START])
+    assert passing.exit_code == 0, passing.output
+
+
 def test_a_table_partitioned_by_date_and_category_is_backfilled_by_date(make: MakeBackfill) -> None:
     """Every sub-partition of a recomputed date is replaced, the ones the new logic no longer
     produces are cleared (in the shadow and, on promotion, in live), and validation judges

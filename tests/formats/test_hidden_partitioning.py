@@ -14,11 +14,13 @@ from typing import Any
 
 import pytest
 import sb_test_transforms as t
+import yaml
 from chispa import assert_df_equality
 from pyspark.sql import DataFrame
 from support import QUIET, factory
 
 from shadow_backfill import Backfill
+from shadow_backfill.config import load_config
 
 pytestmark = pytest.mark.classic
 
@@ -32,19 +34,27 @@ SPECS = {
 
 @pytest.fixture(params=list(SPECS))
 def hidden(request: pytest.FixtureRequest, spark: Any, tmp_path: Path, warehouse: Path) -> Backfill:
-    """A seeded live table partitioned by `<transform>(event_ts)` over the four periods."""
+    """A seeded live table partitioned by `<transform>(event_ts)` over the four periods, and a
+    backfill of it whose config says only `partition: {column: event_ts}`: the type and the
+    granularity are read from the table."""
     transform, start, end = SPECS[request.param]
     make = factory("iceberg", tmp_path, warehouse, spark)
-    bf = make(
+    seeder = make(
         seed_live=False,
         partition={"column": "event_ts", "granularity": request.param, "type": "timestamp"},
         transform={"function": "sb_test_transforms:instants_v2"},
         validation=QUIET,
     )
-    keys = bf.scheme.expand(start, end)
-    df = t.instants(spark, [bf.scheme.value(k) for k in keys])
-    bf.table_format.create(bf.live_table, df.schema, [f"{transform}(event_ts)"])
-    bf.table_format.overwrite_partitions(bf.live_table, df, keys)
+    keys = seeder.scheme.expand(start, end)
+    df = t.instants(spark, [seeder.scheme.value(k) for k in keys])
+    seeder.table_format.create(seeder.live_table, df.schema, [f"{transform}(event_ts)"])
+    seeder.table_format.overwrite_partitions(seeder.live_table, df, keys)
+    data = yaml.safe_load(Path(seeder.config_path).read_text())  # type: ignore[attr-defined]
+    data["partition"] = {"column": "event_ts"}
+    path = tmp_path / "bare-partition.yaml"
+    path.write_text(yaml.safe_dump(data))
+    bf = Backfill(load_config(path), spark=spark)
+    assert bf.table_format.scheme == seeder.scheme and bf.scheme == seeder.scheme
     bf.keys = keys  # type: ignore[attr-defined]
     return bf
 

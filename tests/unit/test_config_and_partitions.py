@@ -241,6 +241,45 @@ def test_partition_column_type_must_fit(spec: dict, column_type: str, words: str
             s.check_column_type(column_type, "t")
 
 
+@pytest.mark.parametrize(
+    ("spec", "column_type", "partitioning", "settled"),
+    [
+        ({}, "timestamp", ["days(ds)"], ("daily", "timestamp", None)),
+        ({}, "timestamp", ["hours(ds)"], ("hourly", "timestamp", None)),
+        ({}, "timestamp_ntz", ["region", "months(ds)"], ("monthly", "timestamp", None)),
+        ({}, "string", ["ds"], ("daily", "string", "%Y-%m-%d")),
+        ({}, "bigint", ["ds"], ("daily", "int", "%Y%m%d")),
+        ({"granularity": "monthly"}, "date", ["ds"], ("monthly", "date", None)),
+        ({"type": "string", "format": "%Y%m%d"}, "date", ["ds"], ("daily", "string", "%Y%m%d")),
+        ({"granularity": "hourly"}, "date", ["ds"], ("hourly", "timestamp", None)),  # check_column_type refuses
+        ({}, "double", ["ds"], ("daily", "date", None)),  # check_column_type refuses
+    ],
+)
+def test_what_the_config_leaves_out_is_read_from_the_table(
+    spec: dict, column_type: str, partitioning: list[str], settled: tuple[str, str, str | None]
+) -> None:
+    partition = PartitionSpec(**{"column": "ds", **spec})  # type: ignore[arg-type]
+    s = PartitionScheme.from_spec(partition).resolved(partition, column_type, partitioning, "t")
+    assert (s.granularity, s.type, s.format) == settled
+
+
+def test_a_written_granularity_that_contradicts_the_table_names_both() -> None:
+    partition = PartitionSpec(column="ds", granularity="daily")
+    with pytest.raises(
+        ConfigError, match=re.escape("partition.granularity is 'daily', but t is partitioned by hours(ds)")
+    ):
+        PartitionScheme.from_spec(partition).resolved(partition, "timestamp", ["hours(ds)"], "t")
+
+
+def test_keys_of_any_granularity_sort_in_time_order_before_the_scheme_is_settled() -> None:
+    assert scheme().sort(["2024-01-02T05", "2024-01-01T23", "2024-01-02T00"]) == [
+        "2024-01-01T23",
+        "2024-01-02T00",
+        "2024-01-02T05",
+    ]
+    assert scheme(granularity="hourly").sort(["2024-02", "2023-12"]) == ["2023-12", "2024-02"]
+
+
 def test_a_timestamp_column_maps_each_key_to_its_period() -> None:
     """Hidden partitioning (`days(event_ts)`): a key is a [start, end) range of the timestamp,
     consecutive keys make one range, and any instant maps back to the key of its period."""

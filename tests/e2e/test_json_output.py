@@ -1,0 +1,65 @@
+"""What scripts parse: `--json` prints one JSON document on stdout and nothing else, even when
+Ivy resolves jars at the JVM's start; the commands that read only the state store never start
+Spark."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+from support import MakeBackfill, validated
+
+from shadow_backfill.session import IVY_SETTINGS
+
+# A small package Ivy resolves at the JVM's start (as it does the format runtimes for a user
+# without a jars folder): its `:: loading settings ::` lines are what once broke `| jq`.
+_PACKAGE = "org.apache.commons:commons-text:1.12.0"
+
+
+def _cli(cfg: Path, home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The CLI in a fresh process with a fresh HOME, as a scheduler runs it."""
+    home.mkdir(exist_ok=True)
+    full = {**os.environ, "HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", **(env or {})}
+    cmd = [sys.executable, "-m", "shadow_backfill.cli", *args[:1], str(cfg), *args[1:]]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=full)
+
+
+def _with_ivy(cfg: Path, ivy: Path) -> None:
+    data: dict[str, Any] = yaml.safe_load(cfg.read_text())
+    conf = data["spark"].setdefault("conf", {})
+    conf.update(
+        {"spark.jars.packages": _PACKAGE, "spark.jars.ivy": str(ivy), "spark.jars.ivySettings": str(IVY_SETTINGS)}
+    )
+    cfg.write_text(yaml.safe_dump(data))
+
+
+def test_json_is_the_only_thing_on_stdout(make_backfill: MakeBackfill, tmp_path: Path) -> None:
+    bf = validated(make_backfill)
+    _plan, rec = bf.promote()
+    assert rec is not None
+    cfg = Path(bf.config_path)  # type: ignore[attr-defined]
+    _with_ivy(cfg, tmp_path / "ivy")
+    home = tmp_path / "home"
+
+    # Spark starts (to reconcile with the live table) and Ivy resolves: all of it goes to stderr.
+    started = _cli(cfg, home, "history", "--json", "--reconcile")
+    assert started.returncode == 0, started.stderr[-3000:]
+    assert ":: loading settings ::" in started.stderr, "Ivy did not run: the test would prove nothing"
+    assert [h["id"] for h in json.loads(started.stdout)] == [rec.id]
+
+    # Without Java at all, the state-store commands still answer: they never start Spark.
+    no_java = {"JAVA_HOME": str(tmp_path / "no-java"), "PATH": os.path.dirname(sys.executable)}
+    history = _cli(cfg, home, "history", "--json", env=no_java)
+    assert history.returncode == 0, history.stderr[-3000:]
+    assert [h["id"] for h in json.loads(history.stdout)] == [rec.id]
+    status = _cli(cfg, home, "status", "--json", env=no_java)
+    assert status.returncode == 0, status.stderr[-3000:]
+    assert len(json.loads(status.stdout)) == 10
+    report = _cli(cfg, home, "report", "--out", str(tmp_path / "report"), env=no_java)
+    assert report.returncode == 0, report.stderr[-3000:]
+    assert (tmp_path / "report" / "report.json").is_file()
