@@ -11,7 +11,7 @@
   seeded kill points): what can differ between Spark lines is how Spark, its JVM and the
   formats' runtimes behave, which the contract, one full loop and the kills exercise; the rest of
   the suite tests the tool's own logic, the same on both lines.
-- `lint`, `typecheck`, `times`, `bench`.
+- `lint`, `typecheck`, `docs`, `times`, `bench`.
 
 Each pytest process writes a JUnit file under `.ci-results/` (and, run side by side, its output
 in a `.log` there); `nox -s times` prints the seconds of each tier per line from them (`.ci/run`
@@ -34,6 +34,9 @@ import nox
 
 nox.options.sessions = ["tests", "times"]
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# Two banners of the docs plugins about a coming MkDocs 2 (we pin mkdocs<2), at every build.
+os.environ.setdefault("DISABLE_MKDOCS_2_WARNING", "true")
+os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
 RESULTS = Path(".ci-results")
 
 CLASSIC = "not sail and not cluster and not connect"
@@ -181,10 +184,13 @@ def tests_spark4(session: nox.Session) -> None:
 # The static checks, as `nox -s lint typecheck` runs them; `tests` runs them in a lane too.
 LINT = [("ruff", "check", "."), ("ruff", "format", "--check", "--exclude", "*.md", ".")]
 TYPECHECK = ("mypy", "shadow_backfill")
+# The docs site: a broken link or a reference page that no longer generates fails the build.
+DOCS = ("mkdocs", "build", "--strict", "--quiet", "--site-dir", str(RESULTS / "site"))
 STATIC = [
     Group("lint", "python", argv=("python", "-m", *LINT[0])),
     Group("format", "python", argv=("python", "-m", *LINT[1])),
     Group("typecheck", "python", argv=("python", "-m", *TYPECHECK)),
+    Group("docs", "python", argv=("python", "-m", *DOCS)),
 ]
 
 
@@ -233,6 +239,12 @@ def lint(session: nox.Session) -> None:
 @nox.session(python=False)
 def typecheck(session: nox.Session) -> None:
     session.run(*TYPECHECK)
+
+
+@nox.session(python=False)
+def docs(session: nox.Session) -> None:
+    """The documentation site into `.ci-results/site` (`mkdocs serve` to read it while writing)."""
+    session.run(*DOCS)
 
 
 @nox.session(python=False)

@@ -33,21 +33,27 @@ MAX_CONFIG_DEPTH = 32
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # The string under each field is its documentation: pydantic keeps it as the field's
+    # description, and the docs' config reference is generated from it.
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class PartitionSpec(_Strict):
     """How partitions are named, typed and enumerated."""
 
     column: str
+    """The partition column the backfill works by (for a hidden Iceberg transform such as
+    `days(event_ts)`: the source column, `event_ts`)."""
     granularity: Literal["daily", "hourly", "monthly"] = "daily"
-    # The type of the partition column in the table. Defaults: daily -> date,
-    # hourly -> timestamp, monthly -> string ("2024-01").
+    """One partition per day, hour or month. By default: daily, or the granularity of a hidden
+    Iceberg transform (`days`/`hours`/`months` of a timestamp) read from the live table."""
     type: Literal["date", "timestamp", "string", "int"] | None = None
-    # strftime pattern for string and int partition columns.
+    """The type of the partition column. By default read from the live table (date, timestamp,
+    string or int); write it only to override."""
     format: str | None = None
-    # An explicit list of partitions used when no range is given on the command line.
+    """strftime pattern for string and int partition columns, e.g. `%Y%m%d`."""
     values: list[str] | None = None
+    """An explicit list of partitions, used when no range is given on the command line."""
 
     @field_validator("column")
     @classmethod
@@ -60,13 +66,13 @@ class PartitionSpec(_Strict):
 class TransformSpec(_Strict):
     """The recompute logic: a Python function or a parameterised SQL file."""
 
-    # "package.module:function", called as function(spark, partitions) -> DataFrame
     function: str | None = None
-    # A SQL file using the named parameter :partition; it is run once per partition with
-    # the value bound by Spark (never formatted into the text) and the results are unioned.
+    """`package.module:function`, called as `function(spark, partitions) -> DataFrame`."""
     sql: Path | None = None
-    # Folders added to sys.path before importing `function` (relative to the config file).
+    """A SQL file using the named parameter `:partition`; it is run once per partition with
+    the value bound by Spark (never formatted into the text) and the results are unioned."""
     python_path: list[Path] = Field(default_factory=list)
+    """Folders added to `sys.path` before importing `function` (relative to the config file)."""
 
     @model_validator(mode="after")
     def _exactly_one(self) -> TransformSpec:
@@ -81,36 +87,47 @@ class SparkSpec(_Strict):
     """Where Spark runs. The embedded default is local Spark with a warehouse beside the config."""
 
     master: str = "local[*]"
-    # A Spark Connect URL (sc://host:port), or "sail" to start an embedded Sail server on loopback.
+    """Any Spark master URL: `local[...]`, `local-cluster[...]`, `spark://...`, `yarn`, `k8s://...`."""
     remote: str | None = None
+    """A Spark Connect URL (`sc://host:port`), or `sail` to start an embedded Sail server on loopback."""
     warehouse: Path | None = None
-    # Iceberg catalog name (a Hadoop catalog in the warehouse unless conf says otherwise).
+    """The warehouse folder (default: `warehouse` beside the config)."""
     catalog: str = "local"
-    # A folder of jars (Iceberg or Delta runtime) used instead of the bundled or Maven ones.
+    """Iceberg catalog name (a Hadoop catalog in the warehouse unless conf says otherwise)."""
     jars_dir: Path | None = None
+    """A folder of jars (Iceberg or Delta runtime) used instead of the ones fetched from Maven Central."""
     conf: dict[str, str] = Field(default_factory=dict)
+    """Spark settings, passed to the session as they are (catalogs, extensions, shuffle partitions)."""
 
 
 class RunSpec(_Strict):
     """Defaults for `shadow-backfill run`; command-line options override them."""
 
     max_parallel: PositiveInt = 2
+    """At most this many chunks in flight at once."""
     retries: int = Field(default=2, ge=0)
+    """Retries of a chunk that raised (with exponential backoff); broken output rules are not retried."""
     retry_backoff_s: float = Field(default=1.0, ge=0)
-    # Partitions per Spark job: an integer, or "auto" (see recompute.choose_chunk_size).
+    """The first retry's wait, doubled at each retry."""
     chunk_size: PositiveInt | Literal["auto"] = "auto"
+    """Partitions per Spark job: an integer, or `auto`, sized from the live table's metadata
+    (`chunking.choose_chunk_size`)."""
     max_chunk_size: PositiveInt = 100
+    """Most partitions in one auto-sized chunk (what a crash makes us redo)."""
     target_rows_per_chunk: PositiveInt = 5_000_000
-    # Leases on partitions being recomputed: renewed while the run lives, expire after this long
-    # if the holder vanishes (at once if it is a dead process on this host).
+    """Most rows in one auto-sized chunk, when the live table's metadata gives partition sizes."""
     lease_ttl_s: float = Field(default=300.0, gt=0)
+    """Leases on partitions being recomputed: renewed while the run lives, expire after this long
+    if the holder vanishes (at once if it is a dead process on this host)."""
 
 
 class Threshold(_Strict):
     """A metric passes below `warn`, warns from `warn`, fails from `fail` (None: never)."""
 
     warn: float | None = None
+    """From this value on the metric warns (None: never)."""
     fail: float | None = None
+    """From this value on the metric fails (None: never)."""
 
     @model_validator(mode="after")
     def _ordered(self) -> Threshold:
@@ -127,7 +144,9 @@ class PValue(_Strict):
     """A significance level: a test warns below `warn` and fails below `fail` (None: never)."""
 
     warn: float | None = Field(default=None, ge=0, le=1)
+    """Below this p-value the test warns (None: never)."""
     fail: float | None = Field(default=None, ge=0, le=1)
+    """Below this p-value the test fails (None: never)."""
 
     @model_validator(mode="after")
     def _ordered(self) -> PValue:
@@ -140,7 +159,9 @@ class Tolerance(_Strict):
     """When two numbers count as equal: |shadow - live| <= abs + rel * |live| (as datacompy)."""
 
     abs: float = Field(default=1e-12, ge=0)
+    """The absolute part of the tolerance."""
     rel: float = Field(default=1e-9, ge=0)
+    """The part relative to |live|."""
 
 
 Policy = Literal["pass", "warn", "fail"]
@@ -150,30 +171,47 @@ class ColumnBounds(_Strict):
     """Bounds for one column's metrics; a bound left out is not judged (or, under `columns`,
     keeps the table-wide one)."""
 
-    # Change, in the column's own units (see the README, "Declaring what a logic change should do").
-    mean_change: Threshold | None = None  # |mean(shadow) - mean(live)|, nulls ignored
-    mean_change_pct: Threshold | None = None  # mean_change as a percentage of |mean(live)|
-    sum_change_pct: Threshold | None = None  # |sum(shadow) - sum(live)| as a percentage of |sum(live)|
-    null_rate_change: Threshold | None = None  # |shadow null rate - live null rate|
-    changed_share: Threshold | None = None  # share of matched keys whose value differs beyond tolerance
-    max_abs_diff: Threshold | None = None  # largest |shadow - live| over matched keys
-    mean_abs_diff: Threshold | None = None  # mean |shadow - live| over matched keys
+    # Change, in the column's own units (docs/concepts.md, "The change contract").
+    mean_change: Threshold | None = None
+    """|mean(shadow) - mean(live)|, nulls ignored."""
+    mean_change_pct: Threshold | None = None
+    """`mean_change` as a percentage of |mean(live)|."""
+    sum_change_pct: Threshold | None = None
+    """|sum(shadow) - sum(live)| as a percentage of |sum(live)|."""
+    null_rate_change: Threshold | None = None
+    """|shadow null rate - live null rate|."""
+    changed_share: Threshold | None = None
+    """Share of matched keys whose value differs beyond the tolerance."""
+    max_abs_diff: Threshold | None = None
+    """Largest |shadow - live| over matched keys."""
+    mean_abs_diff: Threshold | None = None
+    """Mean |shadow - live| over matched keys."""
     # Distribution tests (need validation.min_rows_for_distribution rows per side).
     psi: Threshold | None = None
+    """Population stability index on live decile bins (a distribution test)."""
     ks: Threshold | None = None
+    """KS statistic on the live decile grid (a distribution test)."""
     mean_shift: Threshold | None = None
+    """|mean shift| in live standard deviations (a distribution test)."""
     std_change: Threshold | None = None
+    """|std shift| / live std (a distribution test)."""
     js_distance: Threshold | None = None
+    """Jensen-Shannon distance of category frequencies (a distribution test)."""
     drift_pvalue: PValue | None = None
+    """p-value of the KS test (numbers) or chi-square test (categories) between the two sides."""
     new_categories: Policy | None = None
+    """Categories that appear in shadow only: pass, warn or fail."""
     vanished_categories: Policy | None = None
+    """Categories that disappear from shadow: pass, warn or fail."""
 
 
 class ColumnThresholds(ColumnBounds):
     """Per-column overrides; a metric left out keeps the table-wide threshold."""
 
     ignore: bool = False
-    changed_fraction: Threshold | None = None  # kept for old configs: the same as changed_share
+    """Leave this column out of every comparison."""
+    changed_fraction: Threshold | None = None
+    """Kept for old configs: the same as `changed_share`."""
 
 
 class ExpectedChange(ColumnBounds):
@@ -194,47 +232,75 @@ DISTANCES = ("psi", "ks", "mean_shift", "std_change", "js_distance")
 class ValidationSpec(_Strict):
     """Drift thresholds of shadow against the same live partition, and the gate's policies."""
 
-    row_count_change: Threshold = _t(0.02, 0.05)  # |shadow - live| / live
-    null_rate_change: Threshold = _t(0.01, 0.05)  # |shadow null rate - live null rate|
-    psi: Threshold = _t(0.1, 0.25)  # population stability index on live decile bins
-    ks: Threshold = _t(0.1, 0.2)  # KS statistic on the live decile grid
-    mean_shift: Threshold = _t(0.1, 0.25)  # |mean shift| in live standard deviations
-    std_change: Threshold = _t(0.1, 0.25)  # |std shift| / live std
-    js_distance: Threshold = _t(0.05, 0.1)  # Jensen-Shannon distance of category frequencies
-    # p-value of the KS test (numbers) or chi-square test (categories) between the two sides
+    row_count_change: Threshold = _t(0.02, 0.05)
+    """|shadow rows - live rows| / live rows."""
+    null_rate_change: Threshold = _t(0.01, 0.05)
+    """|shadow null rate - live null rate|, per column."""
+    psi: Threshold = _t(0.1, 0.25)
+    """Population stability index on live decile bins, per numeric column."""
+    ks: Threshold = _t(0.1, 0.2)
+    """KS statistic on the live decile grid, per numeric column."""
+    mean_shift: Threshold = _t(0.1, 0.25)
+    """|mean shift| in live standard deviations, per numeric column."""
+    std_change: Threshold = _t(0.1, 0.25)
+    """|std shift| / live std, per numeric column."""
+    js_distance: Threshold = _t(0.05, 0.1)
+    """Jensen-Shannon distance of category frequencies, per category column."""
     drift_pvalue: PValue = Field(default_factory=lambda: PValue(warn=0.01, fail=0.001))
+    """p-value of the KS test (numbers) or chi-square test (categories) between the two sides;
+    judged below `min_rows_for_distance` rows per side."""
     # Change metrics: reported in column_changes, judged only where a bound is given.
     mean_change: Threshold = _t(None, None)
+    """|mean(shadow) - mean(live)| (a change metric: judged only where a bound is given)."""
     mean_change_pct: Threshold = _t(None, None)
+    """`mean_change` as a percentage of |mean(live)| (a change metric)."""
     sum_change_pct: Threshold = _t(None, None)
+    """|sum(shadow) - sum(live)| as a percentage of |sum(live)| (a change metric)."""
     changed_share: Threshold = _t(None, None)
+    """Share of matched keys whose value differs beyond the tolerance (a change metric)."""
     max_abs_diff: Threshold = _t(None, None)
+    """Largest |shadow - live| over matched keys (a change metric)."""
     mean_abs_diff: Threshold = _t(None, None)
-    keys_added: Threshold = _t(0.01, 0.05)  # fraction of live rows: keys only in shadow
-    keys_removed: Threshold = _t(0.01, 0.05)  # fraction of live rows: keys only in live
-    changed_fraction: Threshold = _t(None, None)  # fraction of matched rows whose value changed
-    duplicate_keys: Threshold = _t(None, 0)  # duplicate key rows in shadow (a count)
+    """Mean |shadow - live| over matched keys (a change metric)."""
+    keys_added: Threshold = _t(0.01, 0.05)
+    """Keys only in shadow, as a fraction of live rows."""
+    keys_removed: Threshold = _t(0.01, 0.05)
+    """Keys only in live, as a fraction of live rows."""
+    changed_fraction: Threshold = _t(None, None)
+    """Fraction of matched rows whose value changed."""
+    duplicate_keys: Threshold = _t(None, 0)
+    """Duplicate key rows in shadow (a count)."""
     new_categories: Policy = "warn"
+    """Categories that appear in shadow only: pass, warn or fail."""
     vanished_categories: Policy = "fail"
+    """Categories that disappear from shadow: pass, warn or fail."""
     schema_change: Policy = "warn"
-    # A shadow partition with no live counterpart: judged on suites only, held for approval
-    # (verdict warn, never promoted automatically), or failed.
+    """Columns added, removed or retyped in shadow: pass, warn or fail."""
     missing_live: Literal["suites_only", "needs_approval", "fail"] = "needs_approval"
+    """A shadow partition with no live counterpart: judged on suites only, held for approval
+    (verdict warn, never promoted automatically), or failed."""
     # Expectation failures: fail unless the expectation's meta says {"severity": "warning"}.
     max_categories: PositiveInt = 50
-    # Sample size: below `min_rows_for_distribution` non-null values on either side no
-    # distribution test is judged; below `min_rows_for_distance` the p-value test judges and
-    # the raw distances (PSI, KS, JS, mean shift, std change) are reported only; from it on,
-    # the distances judge and the p-value is reported only (it flags any tiny shift there).
+    """A string or boolean column with more distinct values in a partition is reported as
+    high-cardinality, not compared as categories."""
     min_rows_for_distribution: PositiveInt = 100
+    """Below this many non-null values on either side no distribution test is judged."""
     min_rows_for_distance: PositiveInt = 1000
+    """Below this many non-null values per side the p-value test judges and the raw distances
+    (PSI, KS, JS, mean shift, std change) are reported only; from it on, the distances judge and
+    the p-value is reported only (it flags any tiny shift there)."""
     tolerance: Tolerance = Field(default_factory=Tolerance)
+    """When two numbers count as equal."""
     sample_rows: int = Field(default=10, ge=0, le=1000)
-    # The change contract: what this logic change is meant to alter, and how strictly every
-    # other compared column must stay equal on matched keys.
+    """Changed values kept per partition, as evidence."""
     expected_changes: dict[str, ExpectedChange] = Field(default_factory=dict)
+    """The change contract: the columns this logic change is meant to alter, each judged only by
+    the bounds given for it (needs `keys`)."""
     unexpected_changes: Literal["fail", "warn", "ignore"] = "fail"
+    """Under a change contract: what a compared column outside `expected_changes` that differs on
+    a matched key does to the partition."""
     columns: dict[str, ColumnThresholds] = Field(default_factory=dict)
+    """Per-column overrides of the thresholds above."""
 
     @model_validator(mode="after")
     def _contract(self) -> ValidationSpec:
@@ -269,34 +335,52 @@ class ValidationSpec(_Strict):
 
 
 class PromoteSpec(_Strict):
-    # Promote partitions whose verdict is warn too (default: only pass).
+    """How passing partitions reach live."""
+
     allow_warn: bool = False
-    # Replaced partition data stays this long as the rollback target (formats that keep it
-    # themselves, Parquet); `shadow-backfill gc` deletes what is older.
+    """Promote partitions whose verdict is warn too (default: only pass)."""
     retention_days: float = Field(default=7.0, ge=0)
+    """Replaced partition data stays this long as the rollback target (formats that keep it
+    themselves, Parquet); `shadow-backfill gc` deletes what is older."""
 
 
 class StateSpec(_Strict):
-    # SQLAlchemy URL; default: SQLite file beside the warehouse.
+    """Where the tool keeps what it did: runs, partitions, verdicts, promotions."""
+
     url: str | None = None
+    """SQLAlchemy URL (`sqlite` or `postgresql`); default: a SQLite file in the warehouse."""
 
 
 class BackfillConfig(_Strict):
     """The whole config file."""
 
     live_table: str
+    """The live table: Iceberg `catalog.db.table`; Delta and Parquet a path (relative to the
+    config's folder) or a table name `db.table`."""
     shadow_table: str | None = None
+    """The shadow table; default: the live table's name with `_<version>` appended."""
     version: str = "v2"
+    """The shadow's version name (letters, digits and `_`): `features` becomes `features_v2`."""
     format: str
+    """The table format: `iceberg`, `delta` or `parquet`."""
     partition: PartitionSpec
+    """How partitions are named, typed and enumerated."""
     keys: list[str] = Field(default_factory=list)
+    """Key columns: the key-level diff, duplicates and the change contract need them."""
     transform: TransformSpec
+    """The recompute logic."""
     spark: SparkSpec = Field(default_factory=SparkSpec)
+    """Where Spark runs."""
     run: RunSpec = Field(default_factory=RunSpec)
+    """Defaults for recomputing."""
     state: StateSpec = Field(default_factory=StateSpec)
+    """The state store."""
     expectations: list[str] = Field(default_factory=list)
+    """Great Expectations 1.x suites (JSON files, relative to the config), checked before any work."""
     validation: ValidationSpec = Field(default_factory=ValidationSpec)
+    """The validation gate's thresholds and policies."""
     promote: PromoteSpec = Field(default_factory=PromoteSpec)
+    """Promotion settings."""
 
     # Set by load_config: the folder relative paths are resolved against, and the file's hash.
     base_dir: Path = Field(default=Path("."), exclude=True)

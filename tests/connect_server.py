@@ -3,7 +3,7 @@ the installed PySpark (its `spark-submit` and jars) on loopback, with the offici
 delta-spark runtimes of `runtimes.py`, an Iceberg Hadoop catalog `local` and delta-spark's catalog.
 
 Spark 3.5's server (the separate `spark-connect_2.12` package) has no bind-address setting and
-listens on every interface, so the tests start one only on Spark 4 (see README, "Spark Connect").
+listens on every interface, so the tests start one only on Spark 4 (see docs/guides/connect.md).
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ DISTANCES = {"psi", "ks", "mean_shift", "std_change"}
 
 
 def _expected_verdict(checks: list[Check]) -> CheckStatus:
-    """A verdict as the README states it, written out: fail if any check failed, else warn if
+    """A verdict as the docs state it (docs/concepts.md), written out: fail if any check failed, else warn if
     any warned, else pass (skipped checks count for nothing)."""
     statuses = {c.status for c in checks}
     return S.FAIL if S.FAIL in statuses else S.WARN if S.WARN in statuses else S.PASS
