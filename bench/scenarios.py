@@ -41,10 +41,10 @@ def every_column(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
 
     df = features.features_v1(spark, partitions)
     countries = features.COUNTRIES
-    rotated = F.element_at(
-        F.array(*[F.lit(c) for c in countries[1:] + countries[:1]]),
-        F.array_position(F.array(*[F.lit(c) for c in countries]), F.col("country")).cast("int"),
-    )
+    # each country replaced by the next one (CASE WHEN: Spark 3.5's array_position takes no Column)
+    rotated = F.col("country")
+    for old, new in zip(countries, countries[1:] + countries[:1], strict=True):
+        rotated = F.when(F.col("country") == old, F.lit(new)).otherwise(rotated)
     return df.select(
         "entity_id",
         rotated.alias("country"),

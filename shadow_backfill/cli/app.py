@@ -41,6 +41,23 @@ app = typer.Typer(
 ConfigArg = typer.Argument(..., help="The backfill config (YAML).", show_default=False)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from shadow_backfill import __version__
+
+        out.print(f"shadow-backfill {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Recompute partitions into a shadow table, validate them, and promote only what passes."""
+
+
 def open_backfill(config: Path) -> Backfill:
     """The config is read and checked before PySpark is imported: a bad config is named in a
     fraction of a second, and the CLI's error lines are tested without PySpark (unit tier)."""

@@ -96,6 +96,13 @@ def test_help_lists_commands() -> None:
         assert sub.exit_code == 0 and "Usage:" in sub.output, sub.output
 
 
+def test_version_is_the_package_version() -> None:
+    from shadow_backfill import __version__
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output == f"shadow-backfill {__version__}\n"
+
+
 def test_spark_masters_are_checked_before_spark_starts() -> None:
     """The CLI's line for a bogus master is in tests/e2e/test_cli_master.py."""
     with pytest.raises(ConfigError, match=r"spark.master 'bogus://x' is not a Spark master URL"):
