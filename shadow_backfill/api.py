@@ -59,11 +59,9 @@ class BackfillResult:
 
     @property
     def refused(self) -> dict[str, str]:
-        """Passing partitions the promotion refused at the last moment (live changed after
-        validation): a promotion asked for and not made is not a success."""
-        if self.promotion is not None or self.promotion_plan is None:
-            return {}
-        return dict(self.promotion_plan.refused)
+        """Passing partitions the promotion did not take (live changed under its commit): a
+        promotion asked for and not made in full is not a success."""
+        return dict(self.promotion_plan.refused) if self.promotion_plan is not None else {}
 
 
 class Backfill:
@@ -109,15 +107,13 @@ class Backfill:
     def _scheme_read_from_live(self, fmt: TableFormat) -> PartitionScheme:
         """The partition scheme with what the config left out read from the live table (its
         column type, a hidden transform's granularity), once, before any part takes the scheme:
-        the recompute, the validator and the promoter are all built after `table_format`."""
+        the recompute, the validator and the promoter are all built after `table_format`. A
+        live table created later by this same object (the demo's seeding) keeps the config's."""
         spec = self.config.partition
-        if spec.type is not None or not fmt.exists(self.live_table):
-            return self.scheme
-        types = {f.name: f.dataType.simpleString() for f in fmt.schema(self.live_table).fields}
-        if spec.column not in types:
-            return self.scheme  # the recompute's check names the missing column
-        partitioning = fmt.partition_columns(self.live_table) if types[spec.column].startswith("timestamp") else []
-        return self.scheme.resolved(spec, types[spec.column], partitioning, self.live_table)
+        facts = fmt.partition_facts(self.live_table, spec.column)
+        if facts is None:
+            return self.scheme  # the commands name a missing table or column
+        return self.scheme.resolved(spec, facts.column_type, facts.hidden_granularity, self.live_table)
 
     @cached_property
     def transform(self) -> Transform:
@@ -296,14 +292,16 @@ class Backfill:
     ) -> BackfillResult:
         """The main job: recompute -> validate -> promote what passed (one commit) -> report.
 
-        Only partitions whose verdict is `pass` are promoted, by name, so the promotion is
-        all-or-nothing over them: a partition refused at the last moment (live changed after
-        validation) refuses the promotion instead of quietly shrinking it."""
+        Only partitions whose verdict is `pass` (or `warn`, with `promote.allow_warn`) are
+        promoted, by name, so the promotion is all-or-nothing over them: a partition refused at
+        the last moment (live changed after validation) refuses the promotion instead of
+        quietly shrinking it."""
         run = self.run(start, end, partitions, max_parallel=max_parallel, force=force, on_progress=on_progress)
         checked = self.validate(start, end, partitions)
         plan: PromotionPlan | None = None
         rec: PromotionRecord | None = None
-        passing = [v.partition for v in checked.verdicts if v.verdict == CheckStatus.PASS]
+        promotable = {CheckStatus.PASS, CheckStatus.WARN} if self._allow_warn(None) else {CheckStatus.PASS}
+        passing = [v.partition for v in checked.verdicts if v.verdict in promotable]
         if promote and passing:
             plan, rec = self.promote(passing)
         reports = self.report(report_dir or self.config.base_dir / "report")

@@ -10,7 +10,6 @@ inject anything.
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import reduce
@@ -50,25 +49,11 @@ _SPARK_KIND = {
 MAX_PARTITIONS = 100_000
 
 
-_HIDDEN_TRANSFORM = {"daily": "days", "hourly": "hours", "monthly": "months"}
-_HIDDEN = re.compile(r"^(days|hours|months)\((\w+)\)$")
-
-
 def column_kind(spark_type: str) -> str | None:
     """A Spark type (`timestamp`, `varchar(8)`, `bigint`) as the partition.type that holds it."""
     if spark_type.lower().startswith(("varchar", "char")):
         return "string"
     return _SPARK_KIND.get(spark_type.split("(")[0].lower())
-
-
-def hidden_granularity(partitioning: Sequence[str], column: str) -> str | None:
-    """The granularity of a hidden partition transform of `column` in a table's partitioning
-    (as `TableFormat.partition_columns` spells it: `days(event_ts)`), or None."""
-    for spec in partitioning:
-        m = _HIDDEN.match(spec)
-        if m and m.group(2) == column:
-            return {v: k for k, v in _HIDDEN_TRANSFORM.items()}[m.group(1)]
-    return None
 
 
 def quote_identifier(name: str) -> str:
@@ -180,29 +165,30 @@ class PartitionScheme:
         return sorted(keys, key=self._period_of)
 
     def _period_of(self, key: str) -> dt.datetime:
-        for fmt in dict.fromkeys([_KEY_FORMAT[self.granularity], *_KEY_FORMAT.values()]):
-            try:
-                return dt.datetime.strptime(key, fmt)
-            except ValueError:
-                continue
+        """The period a key of any granularity names, by its shape (no strptime: a status of
+        100,000 keys sorts in a tenth of a second); other text as `parse_key` reads it."""
+        try:
+            if len(key) == 10:
+                return dt.datetime.combine(dt.date.fromisoformat(key), dt.time())
+            if len(key) == 13 and key[10] == "T":
+                return dt.datetime.combine(dt.date.fromisoformat(key[:10]), dt.time(int(key[11:])))
+            if len(key) == 7 and key[4] == "-":
+                return dt.datetime(int(key[:4]), int(key[5:]), 1)
+        except ValueError:
+            pass
         return self.parse_key(key)
 
-    def resolved(
-        self, spec: PartitionSpec, column_type: str, partitioning: Sequence[str], table: str
-    ) -> PartitionScheme:
+    def resolved(self, spec: PartitionSpec, column_type: str, hidden: str | None, table: str) -> PartitionScheme:
         """This scheme completed by what the live table says and the config left out: the
-        column's type, and the granularity of a hidden transform (`hours(event_ts)`). The tool
+        column's type, and the granularity of a hidden transform of it (`hidden`). The tool
         read them; asking the user to type them again helps no one. What the config wrote
         wins, and a written granularity that contradicts the table's transform is refused
         here, naming both (a written type that contradicts the column is refused by
         `check_column_type`)."""
-        written = spec.model_fields_set
-        hidden = hidden_granularity(partitioning, spec.column)
-        if hidden is not None and "granularity" in written and hidden != spec.granularity:
+        if hidden is not None and "granularity" in spec.model_fields_set and hidden != spec.granularity:
             raise ConfigError(
-                f"partition.granularity is {spec.granularity!r}, but {table} is partitioned by "
-                f"{_HIDDEN_TRANSFORM[hidden]}({spec.column}), which is {hidden}: set partition.granularity "
-                f"to {hidden!r} or leave it out"
+                f"partition.granularity is {spec.granularity!r}, but {table} is partitioned by a hidden "
+                f"{hidden} transform of {spec.column!r}: set partition.granularity to {hidden!r} or leave it out"
             )
         update: dict[str, str] = {}
         if hidden is not None:

@@ -39,14 +39,19 @@ DEFAULT_CONF = {
 
 @contextlib.contextmanager
 def jvm_stdout_to_stderr() -> Iterator[None]:
-    """Start processes (the JVM PySpark launches, an embedded server) with our stderr as their
-    stdout, for their whole life. Ivy prints its resolution (`:: loading settings :: ...`) on
-    the JVM's stdout before any log4j setting applies, so `status --json | jq` would not parse;
-    nothing a user may parse shares stdout with them. Our own stdout is restored on exit."""
+    """Start the JVM PySpark launches with our stderr as its stdout, for its whole life: Ivy
+    prints its resolution (`:: loading settings :: ...`) on the JVM's stdout before any log4j
+    setting applies, so `... --json | jq` would not parse. Our own stdout is restored on exit
+    (an embedded server in this process, Sail, is covered while it starts). A process started
+    without stdout or stderr (`>&-`) starts Spark as it is."""
     sys.stdout.flush()
-    saved = os.dup(1)
     try:
+        saved = os.dup(1)
         os.dup2(2, 1)
+    except OSError:
+        yield
+        return
+    try:
         yield
     finally:
         os.dup2(saved, 1)

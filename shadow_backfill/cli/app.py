@@ -42,6 +42,7 @@ ConfigArg = typer.Argument(..., help="The backfill config (YAML).", show_default
 
 
 def _print_version(value: bool) -> None:
+    """Eager, so `--version` answers without a command or a config."""
     if value:
         from shadow_backfill import __version__
 

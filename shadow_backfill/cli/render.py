@@ -167,7 +167,8 @@ def print_backfill(result: Any) -> None:
     if not result.validation.ok:
         problems.append(failed_validation(result.validation))
     if result.refused:
-        problems.append(f"promotion refused: {next(iter(result.refused.values()))}")
+        refused = sorted(result.refused)
+        problems.append(held_line(refused, f"not promoted ({result.refused[refused[0]]})"))
     if problems:
         fail("; ".join(problems))
     if result.held:

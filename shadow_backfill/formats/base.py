@@ -72,6 +72,15 @@ class Written:
 
 
 @dataclass(frozen=True)
+class PartitionFacts:
+    """What a live table says of its partition column: its Spark type, and the granularity
+    (`daily`, `hourly`, `monthly`) of a hidden transform of it, if the format has those."""
+
+    column_type: str
+    hidden_granularity: str | None = None
+
+
+@dataclass(frozen=True)
 class TableIdentity:
     """What a table *is*, whatever name reached it: its id (Iceberg table UUID, Delta table id)
     and its resolved location. Two catalogs over one warehouse give one table two names."""
@@ -140,6 +149,16 @@ class TableFormat(ABC):
 
     @abstractmethod
     def partition_columns(self, table: str) -> list[str]: ...
+
+    def partition_facts(self, table: str, column: str) -> PartitionFacts | None:
+        """The partition column's type, read without settling or writing anything: the scheme
+        it completes is not settled yet, and a format that adopts what it finds (Parquet's
+        folders) must not read the table through an unsettled scheme. None when the table or
+        the column does not exist (the commands name that)."""
+        if not self.exists(table):
+            return None
+        types = {f.name: f.dataType.simpleString() for f in self.schema(table).fields}
+        return PartitionFacts(types[column]) if column in types else None
 
     def refresh(self, table: str) -> None:
         """Forget what this session cached about `table`, so the next read sees other processes'

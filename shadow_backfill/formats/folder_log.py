@@ -160,6 +160,11 @@ def folder_text(name: str) -> str | None:
     return unquote(value) if sep else None
 
 
+class UnreadableFolders(Exception):
+    """Known partition folders that no longer read as partitions (the format raises it as the
+    config error it is; this module imports nothing of the package, see test_folder_switch)."""
+
+
 class FolderLog:
     """The log of one folder table. `key_of` maps a partition value's text to its key (None: not a
     partition of this table, such as the null partition)."""
@@ -362,7 +367,9 @@ class FolderLog:
             return self.commit(build_first(self.scan(self.placement.current(self, None), "v0")))
         if latest.partition_columns[:1] != [self.column]:
             return latest  # partitioned otherwise than the config says: the caller names that
-        found = self.scan(self.placement.current(self, latest), f"ext{latest.version + 1}", latest.folders)
+        current = self.placement.current(self, latest)
+        found = self.scan(current, f"ext{latest.version + 1}", latest.folders)
+        self._refuse_unreadable(current, found, latest)
         folders = dict(latest.folders)
         touched: set[str] = set()
         for name in set(found) | set(folders):
@@ -387,6 +394,17 @@ class FolderLog:
             folders,
         )
         return self.commit(adopted)
+
+    def _refuse_unreadable(self, current: Mapping[str, Path], found: Mapping[str, Folder], latest: Version) -> None:
+        """A folder the log knows that is still there but no longer reads as a partition is a
+        config that changed (partition.type or format), not a folder another writer deleted:
+        adopting it as deleted would move live data out of the table."""
+        unreadable = sorted(name for name in current if name in latest.folders and name not in found)
+        if unreadable:
+            raise UnreadableFolders(
+                f"partition folder {unreadable[0]!r} of {str(self.root)!r} is not a partition of this config "
+                f"({len(unreadable)} such folder(s)): check partition.type and partition.format; nothing was changed"
+            )
 
     def next_version(
         self,

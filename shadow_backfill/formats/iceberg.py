@@ -24,6 +24,7 @@ from shadow_backfill.formats.base import (
     COMMIT_ID_PROPERTY,
     Bound,
     Commit,
+    PartitionFacts,
     TableFormat,
     TableIdentity,
     Written,
@@ -36,6 +37,7 @@ from shadow_backfill.formats.settings import SessionSettings
 
 _TRANSFORM = re.compile(r"^(years|months|days|hours)\((\w+)\)$")
 _UNITS = {"year": "years", "month": "months", "day": "days", "hour": "hours"}  # field suffix -> transform
+_GRANULARITY = {"days": "daily", "hours": "hourly", "months": "monthly"}  # transform -> partition.granularity
 # What Iceberg's SparkCatalog reads as `<table>.<name>`: its metadata tables, and a branch, tag or
 # point in time of the table (Iceberg's MetadataTableType and its selector prefixes).
 _METADATA_TABLES = frozenset(
@@ -137,6 +139,17 @@ class IcebergFormat(TableFormat):
             else:
                 specs.append(field)
         return specs
+
+    def partition_facts(self, table: str, column: str) -> PartitionFacts | None:
+        """A timestamp column's hidden transform (`hours(event_ts)`) names the granularity."""
+        facts = super().partition_facts(table, column)
+        if facts is None or not facts.column_type.startswith("timestamp"):
+            return facts
+        for spec in self.partition_columns(table):
+            m = _TRANSFORM.match(spec)
+            if m and m.group(2) == column and m.group(1) in _GRANULARITY:
+                return PartitionFacts(facts.column_type, _GRANULARITY[m.group(1)])
+        return facts
 
     def _partition_text(self, table: str, struct: str) -> Column:
         """The backfill partition's key text from a metadata table's partition struct (`partitions`,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import shutil
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import reduce
 from pathlib import Path
@@ -28,8 +28,16 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from shadow_backfill.errors import ConfigError, RefusedError
-from shadow_backfill.formats.base import Bound, Commit, TableFormat, TableIdentity, empty_frame, normalize_location
-from shadow_backfill.formats.folder_log import Folder, FolderLog, Version, folder_text, now_ms
+from shadow_backfill.formats.base import (
+    Bound,
+    Commit,
+    PartitionFacts,
+    TableFormat,
+    TableIdentity,
+    empty_frame,
+    normalize_location,
+)
+from shadow_backfill.formats.folder_log import Folder, FolderLog, UnreadableFolders, Version, folder_text, now_ms
 from shadow_backfill.formats.parquet_metastore import MetastorePlacement, create_table, quoted_name, table_location
 from shadow_backfill.partitions import PartitionScheme
 
@@ -99,7 +107,7 @@ class ParquetFormat(TableFormat):
             return pinned[-1]
         log = self._log(table)
         with log.locked():
-            latest = log.sync(lambda found: self._first_version(table, found))
+            latest = _synced(log, lambda found: self._first_version(table, found))
         assert latest is not None
         return latest
 
@@ -143,6 +151,23 @@ class ParquetFormat(TableFormat):
 
     def schema(self, table: str) -> StructType:
         return StructType.fromJson(json.loads(self._latest(table).schema))
+
+    def partition_facts(self, table: str, column: str) -> PartitionFacts | None:
+        """Read from the catalog, the log as written, or (a dataset never seen) Spark's reading of
+        the folders, never through `_latest`: settling adopts folders by the scheme, and one not
+        settled yet could take every folder for a deleted one."""
+        if self.is_name(table):
+            if not self.spark.catalog.tableExists(table):
+                return None
+            schema = self.spark.table(table).schema
+        elif (latest := self._log(table).latest()) is not None:
+            schema = StructType.fromJson(json.loads(latest.schema))
+        elif any(Path(self.path(table)).glob(f"{column}=*")):
+            schema = self.spark.read.parquet(self.path(table)).schema
+        else:
+            return None
+        types = {f.name: f.dataType.simpleString() for f in schema.fields}
+        return PartitionFacts(types[column]) if column in types else None
 
     def partition_columns(self, table: str) -> list[str]:
         return list(self._latest(table).partition_columns)
@@ -309,7 +334,7 @@ class ParquetFormat(TableFormat):
                 f"rows for partitions {stray[:5]} that were not asked for; nothing was written to {table}"
             )
         with log.locked():
-            latest = log.sync()
+            latest = _synced(log)
             assert latest is not None
             if bound is not None and self._touched_since(log, bound.version, keys):
                 self._discard(log, gid)
@@ -344,11 +369,20 @@ class ParquetFormat(TableFormat):
     ) -> list[str]:
         log = self._log(table)
         with log.locked():
-            log.sync()
+            _synced(log)
             expired = log.expired(older_than_ms, now_ms)
             if not dry_run:
                 log.delete(expired)
         return [str(p) for p in expired]
+
+
+def _synced(log: FolderLog, build_first: Callable[[dict[str, Folder]], Version] | None = None) -> Version | None:
+    """`FolderLog.sync`, whose refusal of folders that no longer read as partitions is a config
+    error (exit 2, nothing moved), not an engine error."""
+    try:
+        return log.sync(build_first)
+    except UnreadableFolders as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _nested_names(root: str) -> set[str]:

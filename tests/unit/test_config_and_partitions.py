@@ -249,33 +249,32 @@ def test_partition_column_type_must_fit(spec: dict, column_type: str, words: str
 
 
 @pytest.mark.parametrize(
-    ("spec", "column_type", "partitioning", "settled"),
+    ("spec", "column_type", "hidden", "settled"),
     [
-        ({}, "timestamp", ["days(ds)"], ("daily", "timestamp", None)),
-        ({}, "timestamp", ["hours(ds)"], ("hourly", "timestamp", None)),
-        ({}, "timestamp_ntz", ["region", "months(ds)"], ("monthly", "timestamp", None)),
-        ({}, "string", ["ds"], ("daily", "string", "%Y-%m-%d")),
-        ({}, "bigint", ["ds"], ("daily", "int", "%Y%m%d")),
-        ({"granularity": "monthly"}, "date", ["ds"], ("monthly", "date", None)),
-        ({"type": "string", "format": "%Y%m%d"}, "date", ["ds"], ("daily", "string", "%Y%m%d")),
-        ({"granularity": "hourly"}, "date", ["ds"], ("hourly", "timestamp", None)),  # check_column_type refuses
-        ({}, "double", ["ds"], ("daily", "date", None)),  # check_column_type refuses
+        ({}, "timestamp", "daily", ("daily", "timestamp", None)),
+        ({}, "timestamp", "hourly", ("hourly", "timestamp", None)),
+        ({"type": "timestamp"}, "timestamp_ntz", "monthly", ("monthly", "timestamp", None)),
+        ({}, "string", None, ("daily", "string", "%Y-%m-%d")),
+        ({}, "bigint", None, ("daily", "int", "%Y%m%d")),
+        ({"granularity": "monthly"}, "date", None, ("monthly", "date", None)),
+        ({"type": "string", "format": "%Y%m%d"}, "date", None, ("daily", "string", "%Y%m%d")),
+        ({"granularity": "hourly"}, "date", None, ("hourly", "timestamp", None)),  # check_column_type refuses
+        ({}, "double", None, ("daily", "date", None)),  # check_column_type refuses
     ],
 )
 def test_what_the_config_leaves_out_is_read_from_the_table(
-    spec: dict, column_type: str, partitioning: list[str], settled: tuple[str, str, str | None]
+    spec: dict, column_type: str, hidden: str | None, settled: tuple[str, str, str | None]
 ) -> None:
     partition = PartitionSpec(**{"column": "ds", **spec})  # type: ignore[arg-type]
-    s = PartitionScheme.from_spec(partition).resolved(partition, column_type, partitioning, "t")
+    s = PartitionScheme.from_spec(partition).resolved(partition, column_type, hidden, "t")
     assert (s.granularity, s.type, s.format) == settled
 
 
 def test_a_written_granularity_that_contradicts_the_table_names_both() -> None:
-    partition = PartitionSpec(column="ds", granularity="daily")
-    with pytest.raises(
-        ConfigError, match=re.escape("partition.granularity is 'daily', but t is partitioned by hours(ds)")
-    ):
-        PartitionScheme.from_spec(partition).resolved(partition, "timestamp", ["hours(ds)"], "t")
+    partition = PartitionSpec(column="ds", granularity="daily", type="timestamp")
+    words = "partition.granularity is 'daily', but t is partitioned by a hidden hourly transform of 'ds'"
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        PartitionScheme.from_spec(partition).resolved(partition, "timestamp", "hourly", "t")
 
 
 def test_keys_of_any_granularity_sort_in_time_order_before_the_scheme_is_settled() -> None:
