@@ -13,7 +13,7 @@ import re
 import socket
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -90,6 +90,46 @@ _MASTER = re.compile(
 )
 
 
+# Settings whose value is a comma-separated list both the tool and the user add to: the user's
+# entries join the tool's. An S3 user lists hadoop-aws in spark.jars.packages; replacing the
+# tool's list would drop the format runtime, and the first start would fail without naming it.
+LIST_SETTINGS = ("spark.jars.packages", "spark.jars", "spark.sql.extensions")
+# A runtime's artifact without its Spark and Scala suffixes: iceberg-spark-runtime-3.5_2.12 and
+# delta-spark_4.1_2.13 name the same runtimes as any other version of them.
+_ARTIFACT_SUFFIX = re.compile(r"(-\d+\.\d+)?(_\d+\.\d+)*$")
+
+
+def join_user_conf(conf: Mapping[str, str], user: Mapping[str, str]) -> dict[str, str]:
+    """The session's settings with the user's `spark.conf` applied: the user's value wins,
+    except in `LIST_SETTINGS`, where the user's entries join ours. A user's own runtime of a
+    format in another version than ours would put two on the classpath: refused, naming both."""
+    out = {**conf, **user}
+    for key in LIST_SETTINGS:
+        if key in conf and key in user:
+            ours, theirs = _items(conf[key]), _items(user[key])
+            if key == "spark.jars.packages":
+                _refuse_other_runtime(ours, theirs)
+            out[key] = ",".join(dict.fromkeys([*ours, *theirs]))
+    return out
+
+
+def _items(value: str) -> list[str]:
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def _refuse_other_runtime(ours: list[str], theirs: list[str]) -> None:
+    for mine in ours:
+        group, artifact, *_ = mine.split(":")
+        for other in theirs:
+            parts = other.split(":")
+            same = len(parts) >= 3 and parts[0] == group
+            if same and _ARTIFACT_SUFFIX.sub("", parts[1]) == _ARTIFACT_SUFFIX.sub("", artifact) and other != mine:
+                raise ConfigError(
+                    f"spark.conf spark.jars.packages lists {other}, but this Spark line needs {mine} "
+                    "(the tool adds it): remove yours, or set spark.jars_dir to a folder of jars you pick"
+                )
+
+
 def check_master(master: str) -> None:
     """Fail in a second, naming the master, where Spark would retry and dump Java traces."""
     if not _MASTER.match(master):
@@ -162,9 +202,9 @@ def open_session(config: BackfillConfig) -> SparkSession:
     conf["spark.driver.extraJavaOptions"] = f"-Dlog4j.configurationFile=file:{log4j}"
     conf["spark.sql.warehouse.dir"] = str(config.warehouse / "spark")
     conf.update(format_class(config.format).session_conf(session_settings(config)))
+    conf = join_user_conf(conf, config.spark.conf)
     if "spark.jars.packages" in conf:
-        conf["spark.jars.ivySettings"] = str(IVY_SETTINGS)
-    conf.update(config.spark.conf)
+        conf.setdefault("spark.jars.ivySettings", str(IVY_SETTINGS))  # a user's own replaces ours
     if (user_opts := config.spark.conf.get("spark.driver.extraJavaOptions")) is not None:
         # The user's JVM options join ours: replacing them would bring back Spark's log noise.
         conf["spark.driver.extraJavaOptions"] = f"-Dlog4j.configurationFile=file:{log4j} {user_opts}"

@@ -15,7 +15,7 @@ from shadow_backfill.cli import app
 from shadow_backfill.config import MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH, PartitionSpec, load_config, nested_deeper_than
 from shadow_backfill.errors import ConfigError, SessionError, UsageError
 from shadow_backfill.partitions import MAX_PARTITIONS, PartitionScheme, sql_literal
-from shadow_backfill.session import check_master
+from shadow_backfill.session import check_master, join_user_conf
 from shadow_backfill.validate.suites import load_suite
 
 GOOD = {
@@ -343,3 +343,47 @@ def test_secret_spark_settings_are_masked_in_any_message(tmp_path: Path) -> None
     line = errors.redact("failed with s3-Secret-9 and tok-Abc-1 for visible-name: true")
     assert line == "failed with *** and *** for visible-name: true"
     errors._SECRETS.clear()
+
+
+def test_the_users_packages_and_extensions_join_the_tools() -> None:
+    """An S3 user lists hadoop-aws in spark.jars.packages: the format runtime must stay."""
+    ours = {
+        "spark.jars.packages": "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0",
+        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+        "spark.ui.enabled": "false",
+    }
+    user = {
+        "spark.jars.packages": "org.apache.hadoop:hadoop-aws:3.4.1, org.apache.iceberg:iceberg-aws-bundle:1.11.0",
+        "spark.sql.extensions": "org.apache.sedona.sql.SedonaSqlExtensions",
+        "spark.ui.enabled": "true",
+    }
+    joined = join_user_conf(ours, user)
+    assert joined["spark.jars.packages"].split(",") == [
+        "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0",
+        "org.apache.hadoop:hadoop-aws:3.4.1",
+        "org.apache.iceberg:iceberg-aws-bundle:1.11.0",
+    ]
+    assert joined["spark.sql.extensions"].endswith(",org.apache.sedona.sql.SedonaSqlExtensions")
+    assert joined["spark.ui.enabled"] == "true", "other settings: the user's value wins"
+    assert join_user_conf(ours, {"spark.jars.packages": ours["spark.jars.packages"]}) == ours, "listed twice: once"
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs"),
+    [
+        (
+            "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0",
+            "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.9.2",
+        ),
+        (
+            "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.1",
+            "org.apache.iceberg:iceberg-spark-runtime-3.4_2.12:1.10.1",
+        ),
+        ("io.delta:delta-spark_4.1_2.13:4.3.1", "io.delta:delta-spark_2.13:4.0.0"),
+    ],
+)
+def test_a_users_runtime_of_another_version_is_refused_naming_both(ours: str, theirs: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(f"lists {theirs}, but this Spark line needs {ours}")):
+        join_user_conf(
+            {"spark.jars.packages": ours}, {"spark.jars.packages": f"org.apache.hadoop:hadoop-aws:3.4.1,{theirs}"}
+        )
