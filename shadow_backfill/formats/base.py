@@ -7,7 +7,6 @@ lives in its own module and no other module knows about Iceberg or Delta specifi
 from __future__ import annotations
 
 import glob
-import os
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
@@ -15,13 +14,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from shadow_backfill.errors import ConfigError, RefusedError, SessionError
+from shadow_backfill.formats.locations import inside
 from shadow_backfill.formats.settings import SessionSettings
 from shadow_backfill.partitions import PartitionScheme
 
@@ -106,18 +105,6 @@ class LiveChangedError(RefusedError):
         self.table = table
         self.hits = dict(hits)
         self.written = written
-
-
-def normalize_location(location: str) -> str:
-    """A location in one spelling: `file:` scheme dropped, `..` and symlinks resolved, no trailing slash."""
-    parsed = urlparse(location)
-    if parsed.scheme in ("", "file"):
-        return os.path.realpath(parsed.path if parsed.scheme else location)
-    return location.rstrip("/")
-
-
-def _inside(inner: str, outer: str) -> bool:
-    return inner == outer or inner.startswith(outer.rstrip("/") + "/")
 
 
 class TableFormat(ABC):
@@ -328,9 +315,9 @@ class TableFormat(ABC):
             raise ConfigError(
                 f"shadow table {shadow!r} is the live table {live!r} under another name (same table id {a.id})"
             )
-        if _inside(b.location, a.location) or _inside(a.location, b.location):
+        if inside(b.location, a.location) or inside(a.location, b.location):
             how = (
-                "is" if a.location == b.location else ("lies inside" if _inside(b.location, a.location) else "contains")
+                "is" if a.location == b.location else ("lies inside" if inside(b.location, a.location) else "contains")
             )
             raise ConfigError(
                 f"shadow table {shadow!r} {how} the live table {live!r} on storage "

@@ -29,9 +29,9 @@ from shadow_backfill.formats.base import (
     TableIdentity,
     Written,
     empty_frame,
-    normalize_location,
     user_jars,
 )
+from shadow_backfill.formats.locations import normalize_location
 from shadow_backfill.formats.runtimes import spark_line
 from shadow_backfill.formats.settings import SessionSettings
 

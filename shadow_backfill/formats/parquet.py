@@ -35,9 +35,9 @@ from shadow_backfill.formats.base import (
     TableFormat,
     TableIdentity,
     empty_frame,
-    normalize_location,
 )
 from shadow_backfill.formats.folder_log import Folder, FolderLog, UnreadableFolders, Version, folder_text, now_ms
+from shadow_backfill.formats.locations import normalize_location
 from shadow_backfill.formats.parquet_metastore import MetastorePlacement, create_table, quoted_name, table_location
 from shadow_backfill.partitions import PartitionScheme
 

@@ -1,0 +1,34 @@
+"""Where a table lies, in one spelling, so two configs naming the same place are seen to.
+
+Table identity compares locations: live and shadow must not be the same table, nor one inside
+the other. A local path has many spellings (`file:`, `..`, symlinks); an object-store URI has
+others (`s3://`, `s3a://` and `s3n://` name the same bucket; a doubled slash or a `.` segment
+names the same key prefix). No PySpark here: the unit tier tests it.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from urllib.parse import urlparse
+
+# Hadoop's connectors for one store, and the name the store goes by.
+_SAME_STORE = {"s3a": "s3", "s3n": "s3"}
+
+
+def normalize_location(location: str) -> str:
+    """A location in one spelling. Local: `file:` dropped, `..` and symlinks resolved. Object
+    stores: the scheme lower-cased and its connectors merged (`s3a` → `s3`), the key prefix
+    normalized lexically as Hadoop's `Path` does (no symlinks on a bucket), no trailing slash."""
+    parsed = urlparse(location)
+    if parsed.scheme in ("", "file"):
+        return os.path.realpath(parsed.path if parsed.scheme else location)
+    scheme = parsed.scheme.lower()
+    scheme = _SAME_STORE.get(scheme, scheme)
+    path = posixpath.normpath("/" + parsed.path.lstrip("/")) if parsed.path.strip("/") else ""
+    return f"{scheme}://{parsed.netloc}{path}".rstrip("/")
+
+
+def inside(inner: str, outer: str) -> bool:
+    """Whether normalized location `inner` is `outer` or lies under it."""
+    return inner == outer or inner.startswith(outer.rstrip("/") + "/")
