@@ -91,13 +91,26 @@ class SparkSpec(_Strict):
     remote: str | None = None
     """A Spark Connect URL (`sc://host:port`), or `sail` to start an embedded Sail server on loopback."""
     warehouse: Path | None = None
-    """The warehouse folder (default: `warehouse` beside the config)."""
+    """The local warehouse folder of the embedded catalogs and the default state store (default:
+    `warehouse` beside the config). Tables on object storage live in your own catalog
+    (`conf`), not here."""
     catalog: str = "local"
     """Iceberg catalog name (a Hadoop catalog in the warehouse unless conf says otherwise)."""
     jars_dir: Path | None = None
     """A folder of jars (Iceberg or Delta runtime) used instead of the ones fetched from Maven Central."""
     conf: dict[str, str] = Field(default_factory=dict)
     """Spark settings, passed to the session as they are (catalogs, extensions, shuffle partitions)."""
+
+    @field_validator("warehouse", mode="before")
+    @classmethod
+    def _local_warehouse(cls, v: object) -> object:
+        """A URI would be taken for a relative folder named `s3a:`: refused, naming the way."""
+        if isinstance(v, str) and re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", v):
+            raise ValueError(
+                f"{v!r} is not a local folder: spark.warehouse holds the embedded catalogs and the state "
+                "store; put tables on object storage through your catalog's settings in spark.conf"
+            )
+        return v
 
 
 class RunSpec(_Strict):
@@ -459,7 +472,7 @@ def parse_config(data: Any, *, source: str = "config", base_dir: Path | None = N
     except ValidationError as exc:
         first = exc.errors()[0]
         field = _field_path(tuple(first["loc"]))
-        msg = first["msg"]
+        msg = first["msg"].removeprefix("Value error, ")  # our validators say what is wrong themselves
         more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
         raise ConfigError(f"{source}: field '{field}': {msg}{more}") from None
     cfg.base_dir = (base_dir or Path.cwd()).resolve()

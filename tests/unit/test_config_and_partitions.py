@@ -387,3 +387,13 @@ def test_a_users_runtime_of_another_version_is_refused_naming_both(ours: str, th
         join_user_conf(
             {"spark.jars.packages": ours}, {"spark.jars.packages": f"org.apache.hadoop:hadoop-aws:3.4.1,{theirs}"}
         )
+
+
+def test_a_warehouse_on_object_storage_is_named_not_made_a_local_folder(tmp_path: Path) -> None:
+    """`s3a://lake/wh` as a Path is the relative folder `s3a:/lake/wh`: refused before anything
+    is created, naming the way (the catalog's own settings)."""
+    with pytest.raises(ConfigError) as err:
+        load_config(write(tmp_path, {**GOOD, "spark": {"warehouse": "s3a://lake/wh"}}))
+    assert "c.yaml: field 'spark.warehouse': 's3a://lake/wh' is not a local folder" in str(err.value)
+    assert "Value error" not in str(err.value)
+    assert not (tmp_path / "s3a:").exists()
