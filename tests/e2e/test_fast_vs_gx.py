@@ -103,7 +103,7 @@ def test_validator_uniqueness_and_job_count_match_gx(frame: Any) -> None:
     same counts, and the measurer to its two Spark jobs (and a third that counts the histograms of
     the day where a key repeats again, from its rows)."""
     from shadow_backfill.validate.expectations import judge_unique
-    from shadow_backfill.validate.measure.facts_job import unique_counts
+    from shadow_backfill.validate.measure.facts_job import rows_to_bin, unique_counts
     from shadow_backfill.validate.measure.fast import FastMeasurer
 
     unique = [e for suite in CORPUS for e in suite if e.type == "expect_column_values_to_be_unique"]
@@ -113,6 +113,14 @@ def test_validator_uniqueness_and_job_count_match_gx(frame: Any) -> None:
     texts = [d.isoformat() for d in DAYS]
     profiles = measurer.run(texts)
     assert measurer.jobs == 2 and measurer.grouped == []
+    # the row bins read shadow's rows only where a binned column's fingerprints disagree: here
+    # nowhere, so Spark plans one side of the union (each side reads two `Range`s)
+    agreed = {t: frozenset(measurer.facts.compared) for t in texts}
+    ranges = [
+        rows_to_bin(measurer.union, ["x"], a)._jdf.queryExecution().optimizedPlan().toString().count("Range (")
+        for a in ({}, agreed, {**agreed, texts[0]: frozenset()})
+    ]
+    assert ranges == [4, 2, 4], ranges
     disagreements = []
     for d, text in zip(DAYS, texts, strict=True):
         reference = {o.expectation: o.success for o in evaluate_with_gx(frame.filter(F.col("ds") == F.lit(d)), unique)}

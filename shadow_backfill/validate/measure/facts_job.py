@@ -63,7 +63,7 @@ from shadow_backfill.validate.measurements import (
     Uniqueness,
 )
 
-__all__ = ["FactsSpec", "run_facts", "unique_counts"]
+__all__ = ["FactsSpec", "rows_to_bin", "run_facts", "unique_counts"]
 
 _PER_VALUE = ("bin", "category")  # facts whose counts are kept per value: the histograms
 _TEXT = 64  # characters of a non-numeric sampled value shown
@@ -180,8 +180,11 @@ class _Tally:
         prof.samples = [sample for _, sample in sorted(self.ranked.get(prof.key, []), key=lambda r: r[0])]
         for c in spec.unique_columns:
             prof.unique.setdefault(c, Uniqueness())
+        agreed = spec.agreed.get(text, frozenset())
         for c, e in edges.get(text, {}).items():
             lh, sh = self.hist.get((text, c), ([0.0] * N_BINS, [0.0] * N_BINS))
+            if c in agreed:  # the same (key, value) pairs on both sides: the same histogram
+                sh = list(lh)
             prof.set_column(c, histogram=Histogram(tuple(e), tuple(lh), tuple(sh), edges_every))
         for c in spec.categories:
             if c not in self.high_cardinality:
@@ -198,7 +201,9 @@ def _with_edges(source: DataFrame, edges: DataFrame | None) -> DataFrame:
     return source if edges is None else source.join(F.broadcast(edges), on=PARTITION_COLUMN, how="left")
 
 
-def _row_bins(source: DataFrame, facts: Sequence[Fact], edges: DataFrame, bins: Sequence[int]) -> DataFrame | None:
+def _row_bins(
+    source: DataFrame, facts: Sequence[Fact], spec: FactsSpec, edges: DataFrame, bins: Sequence[int]
+) -> DataFrame | None:
     """Per partition, bin fact and bin, each side's rows in that bin, in the rows' form of
     `_value_rows`: one aggregation by partition of a count per (fact, bin, side), which Spark
     adds up in each task before its shuffle (a few rows per task), each row's bin taken once in
@@ -211,7 +216,7 @@ def _row_bins(source: DataFrame, facts: Sequence[Fact], edges: DataFrame, bins: 
     partitions (365 x 1,000 rows per side). None without such facts."""
     if not bins:
         return None
-    rows = _with_edges(source, edges).select(
+    rows = _with_edges(rows_to_bin(source, [str(facts[i].column) for i in bins], spec.agreed), edges).select(
         PARTITION_COLUMN, SHADOW_FLAG, *[facts[i].value.alias(f"__b{i}") for i in bins]
     )
     cells = [(i, b, side) for i in bins for b in range(N_BINS) for side in ("shadow", "live")]
@@ -235,6 +240,19 @@ def _row_bins(source: DataFrame, facts: Sequence[Fact], edges: DataFrame, bins: 
     )
 
 
+def rows_to_bin(source: DataFrame, columns: Sequence[str], agreed: Mapping[str, frozenset[str]]) -> DataFrame:
+    """The rows the row bins count: live's everywhere, shadow's only in the partitions where
+    the fingerprints of a binned column disagree. Where they agree, shadow's values are live's,
+    and so is its histogram (`_Tally.finish` copies it): a table that did not change is read
+    once, not twice, by this aggregation. Without fingerprints (no keys), every row."""
+    if not agreed:
+        return source
+    need = sorted(p for p, same in agreed.items() if not set(columns) <= same)
+    if not need:
+        return source.filter(is_side("live"))
+    return source.filter(is_side("live") | F.col(PARTITION_COLUMN).isin(partition_values(source, need)))
+
+
 def _branches(
     source: DataFrame, spec: FactsSpec, facts: list[Fact], edges: DataFrame | None, live_rows: int
 ) -> list[DataFrame]:
@@ -252,7 +270,7 @@ def _branches(
         out.append(bins)
     in_grouping = {i for i, _ in grouped_bins(facts, spec)}
     by_rows = [i for i, f in enumerate(facts) if f.kind == "bin" and i not in in_grouping]
-    if edges is not None and (row_bins := _row_bins(source, facts, edges, by_rows)) is not None:
+    if edges is not None and (row_bins := _row_bins(source, facts, spec, edges, by_rows)) is not None:
         out.append(row_bins)
     if spec.compared and spec.sample_rows:
         out.append(key_samples(per_key, spec, counts, cuts))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -47,6 +47,8 @@ class FactsSpec:
     sample_rows: int = 0  # changed (key, column) values per partition brought back as samples
     sample_first: Sequence[str] = ()  # columns whose samples come first (unexpected changes)
     integral: Sequence[str] = ()  # numeric columns shown as integers in samples
+    # per partition text, the columns whose fingerprints agree on both sides (`Fingerprints.agreed`)
+    agreed: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     def within(self, shadow: Column, live: Column) -> Column:
         """shadow equals live within tolerance (Spark's NaN = NaN and inf = inf hold)."""

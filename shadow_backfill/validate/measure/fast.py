@@ -86,7 +86,7 @@ class FastMeasurer:
         self.jobs += 1
         grouped = prints.changed_columns(partition_texts) if keys else list(self.facts.compared)
         self.grouped = grouped
-        facts = replace(self.facts, compared=grouped)
+        facts = replace(self.facts, compared=grouped, agreed={t: prints.agreed(t) for t in partition_texts})
         self.jobs += run_facts(self.union, facts, edges, profiles, self.decile_every)
         unchanged = [c for c in self.facts.compared if c not in grouped]
         if unchanged:

@@ -77,6 +77,14 @@ class Fingerprints:
             return set()
         return {c for c in self.compared if live[c] != shadow[c]}
 
+    def agreed(self, partition: str) -> frozenset[str]:
+        """The columns whose (key, value) pairs are the same multiset on both sides of
+        `partition`, both sides having rows: their shadow values are live's, histogram and all."""
+        live, shadow = self.sides.get((partition, "live")), self.sides.get((partition, "shadow"))
+        if live is None or shadow is None:
+            return frozenset()
+        return frozenset(c for c in self.compared if live[c] == shadow[c])
+
     def changed_columns(self, partitions: Sequence[str]) -> list[str]:
         """The compared columns (in their order) changed in at least one of `partitions`."""
         changed: set[str] = set()
