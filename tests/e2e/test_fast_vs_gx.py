@@ -4,6 +4,7 @@ the same pass/fail for every expectation on every partition, edge cases included
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -105,6 +106,7 @@ def test_validator_uniqueness_and_job_count_match_gx(frame: Any) -> None:
     from shadow_backfill.validate.expectations import judge_unique
     from shadow_backfill.validate.measure.facts_job import rows_to_bin, unique_counts
     from shadow_backfill.validate.measure.fast import FastMeasurer
+    from shadow_backfill.validate.measure.key_facts import by_key
 
     unique = [e for suite in CORPUS for e in suite if e.type == "expect_column_values_to_be_unique"]
     measurer = FastMeasurer(
@@ -121,6 +123,13 @@ def test_validator_uniqueness_and_job_count_match_gx(frame: Any) -> None:
         for a in ({}, agreed, {**agreed, texts[0]: frozenset()})
     ]
     assert ranges == [4, 2, 4], ranges
+    # and the key grouping reads only shadow's rows where keys and carried columns all agree
+    spec = replace(measurer.facts, compared=[], agreed=agreed)
+    grouped = [
+        by_key(measurer.union, replace(spec, mirrored=m))._jdf.queryExecution().optimizedPlan().toString()
+        for m in (frozenset(), frozenset(texts), frozenset(texts[1:]))
+    ]
+    assert [plan.count("Range (") for plan in grouped] == [4, 2, 4]
     disagreements = []
     for d, text in zip(DAYS, texts, strict=True):
         reference = {o.expectation: o.success for o in evaluate_with_gx(frame.filter(F.col("ds") == F.lit(d)), unique)}

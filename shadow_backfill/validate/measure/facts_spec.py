@@ -49,6 +49,9 @@ class FactsSpec:
     integral: Sequence[str] = ()  # numeric columns shown as integers in samples
     # per partition text, the columns whose fingerprints agree on both sides (`Fingerprints.agreed`)
     agreed: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # partitions whose keys and every column in `compared` agree: the key grouping reads shadow
+    # there and mirrors it as live (`key_facts.by_key`)
+    mirrored: frozenset[str] = frozenset()
 
     def within(self, shadow: Column, live: Column) -> Column:
         """shadow equals live within tolerance (Spark's NaN = NaN and inf = inf hold)."""

@@ -78,6 +78,7 @@ class FastMeasurer:
         self.decile_every = decile_every if keys else 1
         self.jobs = 0  # Spark jobs run, for benchmarks and tests
         self.grouped: list[str] = []  # the columns the last run's key grouping carried
+        self.mirrored: frozenset[str] = frozenset()  # the partitions it read shadow's rows only of
 
     def run(self, partition_texts: Sequence[str]) -> dict[str, PartitionProfile]:
         profiles = {t: PartitionProfile(t) for t in partition_texts}
@@ -86,7 +87,10 @@ class FastMeasurer:
         self.jobs += 1
         grouped = prints.changed_columns(partition_texts) if keys else list(self.facts.compared)
         self.grouped = grouped
-        facts = replace(self.facts, compared=grouped, agreed={t: prints.agreed(t) for t in partition_texts})
+        agreed = {t: prints.agreed(t) for t in partition_texts}
+        mirrored = frozenset(t for t in partition_texts if prints.keys_agree(t) and set(grouped) <= agreed[t])
+        self.mirrored = mirrored
+        facts = replace(self.facts, compared=grouped, agreed=agreed, mirrored=mirrored)
         self.jobs += run_facts(self.union, facts, edges, profiles, self.decile_every)
         unchanged = [c for c in self.facts.compared if c not in grouped]
         if unchanged:

@@ -85,6 +85,11 @@ class Fingerprints:
             return frozenset()
         return frozenset(c for c in self.compared if live[c] == shadow[c])
 
+    def keys_agree(self, partition: str) -> bool:
+        """Whether both sides of `partition` have rows and the same multiset of keys."""
+        live, shadow = self.sides.get((partition, "live")), self.sides.get((partition, "shadow"))
+        return live is not None and shadow is not None and live[None] == shadow[None]
+
     def changed_columns(self, partitions: Sequence[str]) -> list[str]:
         """The compared columns (in their order) changed in at least one of `partitions`."""
         changed: set[str] = set()

@@ -22,7 +22,7 @@ from pyspark.sql import Column, DataFrame, Row, Window
 from pyspark.sql import functions as F
 
 from shadow_backfill.validate.measure.facts_spec import FACT_INDEX, Diff, Fact, FactsSpec, bin_of, diffs
-from shadow_backfill.validate.measure.plan import PARTITION_COLUMN, SHADOW_FLAG, is_side
+from shadow_backfill.validate.measure.plan import PARTITION_COLUMN, SHADOW_FLAG, is_side, partition_values
 from shadow_backfill.validate.measure.sample_cut import Cuts, bests, bound, kept, with_bounds
 from shadow_backfill.validate.measurements import ColumnDiff, KeyDiff, Uniqueness
 
@@ -36,7 +36,7 @@ def by_key(source: DataFrame, spec: FactsSpec) -> DataFrame:
     """Per (partition, key): rows per side (`__ns`, `__nl`) and each compared column's value
     per side (`__sx_j`, `__lx_j`): a double for numbers, a hash otherwise."""
     keys = key_names(spec)
-    carried = source.select(
+    carried = _without_mirrored_live(source, spec).select(
         PARTITION_COLUMN,
         SHADOW_FLAG,
         *[F.col(k).alias(n) for k, n in zip(spec.keys, keys, strict=True)],
@@ -50,7 +50,29 @@ def by_key(source: DataFrame, spec: FactsSpec) -> DataFrame:
     for j in range(len(spec.compared)):
         x = F.col(f"__x_{j}")
         aggs += [F.max(F.when(shadow, x)).alias(f"__sx_{j}"), F.max(F.when(live, x)).alias(f"__lx_{j}")]
-    return carried.groupBy(PARTITION_COLUMN, *keys).agg(*aggs)
+    return _mirror(source, carried.groupBy(PARTITION_COLUMN, *keys).agg(*aggs), spec)
+
+
+def _without_mirrored_live(source: DataFrame, spec: FactsSpec) -> DataFrame:
+    """The rows the key grouping shuffles: live's only where something the grouping looks at
+    differs. Where the fingerprints of the keys and of every column it carries agree
+    (`spec.mirrored`), live's (key, value) pairs are shadow's, so shadow's rows stand for both
+    sides (`_mirror`): a table that did not change is shuffled once, not twice."""
+    if not spec.mirrored:
+        return source
+    if spec.mirrored >= set(spec.agreed):
+        return source.filter(is_side("shadow"))
+    mirrored = partition_values(source, sorted(spec.mirrored))
+    return source.filter(is_side("shadow") | ~F.col(PARTITION_COLUMN).isin(mirrored))
+
+
+def _mirror(source: DataFrame, per_key: DataFrame, spec: FactsSpec) -> DataFrame:
+    """Live's per-key rows and values as shadow's in the mirrored partitions (they agree)."""
+    if not spec.mirrored:
+        return per_key
+    there = F.col(PARTITION_COLUMN).isin(partition_values(source, sorted(spec.mirrored)))
+    live_as_shadow = {"__nl": "__ns", **{f"__lx_{j}": f"__sx_{j}" for j in range(len(spec.compared))}}
+    return per_key.withColumns({n: F.when(there, F.col(s)).otherwise(F.col(n)) for n, s in live_as_shadow.items()})
 
 
 def _diffs(spec: FactsSpec) -> list[Diff]:
