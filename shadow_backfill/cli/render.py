@@ -59,13 +59,12 @@ def status_table(table_name: str, rows: list[dict[str, Any]]) -> Table:
 
 def failed_validation(result: Any) -> str:
     """The error line of a failed gate names the partitions, so a CI log says what to look at."""
-    failed = [v.partition for v in result.verdicts if v.verdict == CheckStatus.FAIL]
-    more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
-    return f"{len(failed)} partition(s) failed validation: {', '.join(failed[:5])}{more}"
+    return held_line([v.partition for v in result.verdicts if v.verdict == CheckStatus.FAIL], "failed validation")
 
 
 def held_line(partitions: list[str], why: str) -> str:
-    """The line of exit 3 names the partitions that wait, so the scheduler's log says what to approve."""
+    """A line of exit 1 or 3 names the partitions (the first five), so a scheduler's log says
+    what to look at or approve."""
     more = f" and {len(partitions) - 5} more" if len(partitions) > 5 else ""
     return f"{len(partitions)} partition(s) {why}: {', '.join(partitions[:5])}{more}"
 
