@@ -52,7 +52,8 @@ def _groupings(spark: Any, live_rows: int) -> Counter[str]:
     aggregations, named by their grouping columns); `live_rows` as the validation counts them."""
     shadow, live = _sides(spark)
     measurer = FastMeasurer(shadow, live, partition="ds", keys=["id"], max_categories=10, sample_rows=5)
-    edges, _ = run_profile(measurer.union, measurer.plan, {}, {t: PartitionProfile(t) for t in ("0", "1")}, 1, ["id"])
+    profiles = {t: PartitionProfile(t) for t in ("0", "1")}
+    edges = run_profile(measurer.union, measurer.plan, {}, profiles, 1, ["id"]).edges
     assert edges, "no live deciles: the bins branch, which a trick is for, would not be planned"
     spec = measurer.facts
     thresholds = edges_frame(spark, spec, edges, measurer.union.schema[PARTITION_COLUMN].dataType)

@@ -9,11 +9,12 @@ the engine refusing the query, a `PySparkException`; anything else propagates.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.errors import PySparkException
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 
@@ -21,9 +22,12 @@ from pyspark.sql import functions as F
 class EngineCapabilities:
     """`array_percentiles`: `percentile_approx` takes an array of percentages and sorts a column
     once for all nine deciles (Spark does; Sail, on DataFusion, has only the scalar form, which
-    sorts once per decile)."""
+    sorts once per decile). `kll_sketches`: DataSketches' KLL sketch functions, from which the
+    profile's one grouping reads live's deciles and histogram (`live_sketch.py`; Spark 4.1 has
+    them, Spark 3.5 and Sail do not)."""
 
     array_percentiles: bool
+    kll_sketches: bool = False
 
 
 _FOUND: weakref.WeakKeyDictionary[Any, EngineCapabilities] = weakref.WeakKeyDictionary()
@@ -33,14 +37,36 @@ def engine_capabilities(spark: SparkSession) -> EngineCapabilities:
     """The session's capabilities, probed on its first use and kept as long as the session."""
     found = _FOUND.get(spark)
     if found is None:
-        found = _FOUND[spark] = EngineCapabilities(array_percentiles=_takes_array_percentiles(spark))
+        found = _FOUND[spark] = EngineCapabilities(
+            array_percentiles=_runs(lambda: _percentiles_probe(spark)),
+            kll_sketches=_reads_kll() and _runs(lambda: _kll_probe(spark)),
+        )
     return found
 
 
-def _takes_array_percentiles(spark: SparkSession) -> bool:
-    probe = spark.range(2).agg(F.percentile_approx(F.col("id").cast("double"), [0.5, 0.9], 100).alias("q"))
+def _percentiles_probe(spark: SparkSession) -> DataFrame:
+    return spark.range(2).agg(F.percentile_approx(F.col("id").cast("double"), [0.5, 0.9], 100))
+
+
+def _reads_kll() -> bool:
+    """Whether the driver can read a KLL sketch (the `datasketches` package, a dependency)."""
     try:
-        probe.collect()
+        import datasketches  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _kll_probe(spark: SparkSession) -> DataFrame:
+    sketch = F.call_function("kll_sketch_agg_double", F.col("id").cast("double"), F.lit(64))
+    return spark.range(2).agg(sketch.alias("s")).select(F.call_function("kll_sketch_get_rank_double", "s", F.lit(0.5)))
+
+
+def _runs(probe: Callable[[], DataFrame]) -> bool:
+    """Whether the engine runs the probe query (a classic session may refuse it as it is
+    built, Spark Connect when it runs)."""
+    try:
+        probe().collect()
     except PySparkException:
         return False
     return True

@@ -181,8 +181,11 @@ class _Tally:
         for c in spec.unique_columns:
             prof.unique.setdefault(c, Uniqueness())
         agreed = spec.agreed.get(text, frozenset())
+        sketched = spec.live_counts.get(text, {})
         for c, e in edges.get(text, {}).items():
             lh, sh = self.hist.get((text, c), ([0.0] * N_BINS, [0.0] * N_BINS))
+            if c not in spec.compared and c in sketched:  # not counted from the rows: live's sketch
+                lh = list(sketched[c])
             if c in agreed:  # the same (key, value) pairs on both sides: the same histogram
                 sh = list(lh)
             prof.set_column(c, histogram=Histogram(tuple(e), tuple(lh), tuple(sh), edges_every))
@@ -216,7 +219,10 @@ def _row_bins(
     partitions (365 x 1,000 rows per side). None without such facts."""
     if not bins:
         return None
-    rows = _with_edges(rows_to_bin(source, [str(facts[i].column) for i in bins], spec.agreed), edges).select(
+    to_bin = rows_to_bin(source, [str(facts[i].column) for i in bins], spec.agreed, bool(spec.live_counts))
+    if to_bin is None:
+        return None
+    rows = _with_edges(to_bin, edges).select(
         PARTITION_COLUMN, SHADOW_FLAG, *[facts[i].value.alias(f"__b{i}") for i in bins]
     )
     cells = [(i, b, side) for i in bins for b in range(N_BINS) for side in ("shadow", "live")]
@@ -240,17 +246,22 @@ def _row_bins(
     )
 
 
-def rows_to_bin(source: DataFrame, columns: Sequence[str], agreed: Mapping[str, frozenset[str]]) -> DataFrame:
-    """The rows the row bins count: live's everywhere, shadow's only in the partitions where
-    the fingerprints of a binned column disagree. Where they agree, shadow's values are live's,
-    and so is its histogram (`_Tally.finish` copies it): a table that did not change is read
-    once, not twice, by this aggregation. Without fingerprints (no keys), every row."""
+def rows_to_bin(
+    source: DataFrame, columns: Sequence[str], agreed: Mapping[str, frozenset[str]], live_sketched: bool = False
+) -> DataFrame | None:
+    """The rows the row bins count: live's, unless the profile sketched live's histograms
+    (`live_sketched`), and shadow's only in the partitions where the fingerprints of a binned
+    column disagree. Where they agree, shadow's values are live's, and so is its histogram
+    (`_Tally.finish` copies it): a table that did not change is read once, not twice, by this
+    aggregation, and not at all with live sketched (None: no row to count). Without
+    fingerprints (no keys), every row."""
     if not agreed:
         return source
     need = sorted(p for p, same in agreed.items() if not set(columns) <= same)
-    if not need:
-        return source.filter(is_side("live"))
-    return source.filter(is_side("live") | F.col(PARTITION_COLUMN).isin(partition_values(source, need)))
+    shadow_there = F.col(PARTITION_COLUMN).isin(partition_values(source, need)) if need else None
+    if live_sketched:
+        return None if shadow_there is None else source.filter(is_side("shadow") & shadow_there)
+    return source.filter(is_side("live") if shadow_there is None else is_side("live") | shadow_there)
 
 
 def _branches(

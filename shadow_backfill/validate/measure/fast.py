@@ -79,19 +79,25 @@ class FastMeasurer:
         self.jobs = 0  # Spark jobs run, for benchmarks and tests
         self.grouped: list[str] = []  # the columns the last run's key grouping carried
         self.mirrored: frozenset[str] = frozenset()  # the partitions it read shadow's rows only of
+        self.sketched = False  # whether the last run read live's histograms off KLL sketches
 
     def run(self, partition_texts: Sequence[str]) -> dict[str, PartitionProfile]:
         profiles = {t: PartitionProfile(t) for t in partition_texts}
         keys = self.facts.keys
-        edges, prints = run_profile(self.union, self.plan, self.extra_aggs, profiles, self.decile_every, keys)
+        tolerance = self.facts.tolerance
+        profiled = run_profile(self.union, self.plan, self.extra_aggs, profiles, self.decile_every, keys, tolerance)
         self.jobs += 1
+        prints = profiled.prints
         grouped = prints.changed_columns(partition_texts) if keys else list(self.facts.compared)
         self.grouped = grouped
         agreed = {t: prints.agreed(t) for t in partition_texts}
         mirrored = frozenset(t for t in partition_texts if prints.keys_agree(t) and set(grouped) <= agreed[t])
         self.mirrored = mirrored
-        facts = replace(self.facts, compared=grouped, agreed=agreed, mirrored=mirrored)
-        self.jobs += run_facts(self.union, facts, edges, profiles, self.decile_every)
+        sketched = profiled.live_counts if keys else {}  # without keys every row is counted anyway
+        facts = replace(self.facts, compared=grouped, agreed=agreed, mirrored=mirrored, live_counts=sketched)
+        self.sketched = profiled.sketched
+        every = 1 if profiled.sketched else self.decile_every
+        self.jobs += run_facts(self.union, facts, profiled.edges, profiles, every)
         unchanged = [c for c in self.facts.compared if c not in grouped]
         if unchanged:
             for prof in profiles.values():

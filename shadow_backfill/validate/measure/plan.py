@@ -18,7 +18,6 @@ from shadow_backfill.validate.measurements import ColumnPlan
 
 # Columns the jobs add to every row: its partition's value (see `tag`), and true on shadow rows.
 PARTITION_COLUMN, SHADOW_FLAG = "__sb_k", "__sb_shadow"
-QUANTILES = [i / 10 for i in range(1, 10)]
 
 
 def plan_columns(shadow: StructType, live: StructType, partition: str, keys: Sequence[str]) -> ColumnPlan:

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from shadow_backfill.validate.measure.plan import QUANTILES, plan_columns
+from shadow_backfill.validate.measure.bins import QUANTILES
+from shadow_backfill.validate.measure.plan import plan_columns
 from shadow_backfill.validate.measurements import (
     Categories,
     ColumnDiff,
