@@ -104,7 +104,7 @@ def test_validator_uniqueness_and_job_count_match_gx(frame: Any) -> None:
     same counts, and the measurer to its two Spark jobs (and a third that counts the histograms of
     the day where a key repeats again, from its rows)."""
     from shadow_backfill.validate.expectations import judge_unique
-    from shadow_backfill.validate.measure.facts_job import rows_to_bin, unique_counts
+    from shadow_backfill.validate.measure.facts_job import rows_to_count, unique_counts
     from shadow_backfill.validate.measure.fast import FastMeasurer
     from shadow_backfill.validate.measure.key_facts import by_key
 
@@ -119,7 +119,7 @@ def test_validator_uniqueness_and_job_count_match_gx(frame: Any) -> None:
     # nowhere, so Spark plans one side of the union (each side reads two `Range`s)
     agreed = {t: frozenset(measurer.facts.compared) for t in texts}
     ranges = [
-        rows_to_bin(measurer.union, ["x"], a)._jdf.queryExecution().optimizedPlan().toString().count("Range (")
+        rows_to_count(measurer.union, ["x"], a)._jdf.queryExecution().optimizedPlan().toString().count("Range (")
         for a in ({}, agreed, {**agreed, texts[0]: frozenset()})
     ]
     assert ranges == [4, 2, 4], ranges

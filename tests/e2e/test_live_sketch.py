@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from shadow_backfill.validate.measure.bins import RANK_ERROR, K
 from shadow_backfill.validate.measure.capabilities import engine_capabilities
-from shadow_backfill.validate.measure.facts_job import rows_to_bin
+from shadow_backfill.validate.measure.facts_job import rows_to_count
 from shadow_backfill.validate.measure.fast import FastMeasurer
 from shadow_backfill.validate.measure.reference import ReferenceMeasurer
 
@@ -67,10 +67,10 @@ def test_with_live_sketched_the_row_bins_read_shadow_only_where_it_changed(spark
     table = _table(spark)
     measurer = FastMeasurer(table, table, partition="ds", keys=["id"], max_categories=5)
     agreed = {str(SMALL): frozenset({"x"}), str(LARGE): frozenset({"x"})}
-    assert rows_to_bin(measurer.union, ["x"], agreed, live_sketched=True) is None
-    one_changed = rows_to_bin(measurer.union, ["x"], {**agreed, str(SMALL): frozenset()}, live_sketched=True)
+    assert rows_to_count(measurer.union, ["x"], agreed, live_sketched=True) is None
+    one_changed = rows_to_count(measurer.union, ["x"], {**agreed, str(SMALL): frozenset()}, live_sketched=True)
     assert one_changed is not None
-    from_rows = rows_to_bin(measurer.union, ["x"], {**agreed, str(SMALL): frozenset()})
+    from_rows = rows_to_count(measurer.union, ["x"], {**agreed, str(SMALL): frozenset()})
     assert from_rows is not None
     ranges = [df._jdf.queryExecution().optimizedPlan().toString().count("Range (") for df in (one_changed, from_rows)]
     assert ranges == [1, 3]

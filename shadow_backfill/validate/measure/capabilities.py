@@ -23,7 +23,7 @@ class EngineCapabilities:
     """`array_percentiles`: `percentile_approx` takes an array of percentages and sorts a column
     once for all nine deciles (Spark does; Sail, on DataFusion, has only the scalar form, which
     sorts once per decile). `kll_sketches`: DataSketches' KLL sketch functions, from which the
-    profile's one grouping reads live's deciles and histogram (`live_sketch.py`; Spark 4.1 has
+    profile job reads live's deciles and histogram (`live_sketch.py`; Spark 4.1 has
     them, Spark 3.5 and Sail do not)."""
 
     array_percentiles: bool

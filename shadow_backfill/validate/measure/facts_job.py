@@ -63,7 +63,7 @@ from shadow_backfill.validate.measurements import (
     Uniqueness,
 )
 
-__all__ = ["FactsSpec", "rows_to_bin", "run_facts", "unique_counts"]
+__all__ = ["FactsSpec", "rows_to_count", "run_facts", "unique_counts"]
 
 _PER_VALUE = ("bin", "category")  # facts whose counts are kept per value: the histograms
 _TEXT = 64  # characters of a non-numeric sampled value shown
@@ -191,7 +191,8 @@ class _Tally:
             prof.set_column(c, histogram=Histogram(tuple(e), tuple(lh), tuple(sh), edges_every))
         for c in spec.categories:
             if c not in self.high_cardinality:
-                prof.set_column(c, categories=Categories(*self.freq.get((text, c), ({}, {}))))
+                live, shadow = self.freq.get((text, c), ({}, {}))
+                prof.set_column(c, categories=Categories(live, dict(live) if c in agreed else shadow))
 
 
 def _derived_unique(spec: FactsSpec) -> list[str]:
@@ -219,7 +220,7 @@ def _row_bins(
     partitions (365 x 1,000 rows per side). None without such facts."""
     if not bins:
         return None
-    to_bin = rows_to_bin(source, [str(facts[i].column) for i in bins], spec.agreed, bool(spec.live_counts))
+    to_bin = rows_to_count(source, [str(facts[i].column) for i in bins], spec.agreed, bool(spec.live_counts))
     if to_bin is None:
         return None
     rows = _with_edges(to_bin, edges).select(
@@ -246,15 +247,16 @@ def _row_bins(
     )
 
 
-def rows_to_bin(
+def rows_to_count(
     source: DataFrame, columns: Sequence[str], agreed: Mapping[str, frozenset[str]], live_sketched: bool = False
 ) -> DataFrame | None:
-    """The rows the row bins count: live's, unless the profile sketched live's histograms
-    (`live_sketched`), and shadow's only in the partitions where the fingerprints of a binned
-    column disagree. Where they agree, shadow's values are live's, and so is its histogram
-    (`_Tally.finish` copies it): a table that did not change is read once, not twice, by this
-    aggregation, and not at all with live sketched (None: no row to count). Without
-    fingerprints (no keys), every row."""
+    """The rows the row bins and category counts read for `columns`: live's, unless the
+    profile sketched live's histograms (`live_sketched`), and shadow's only in the partitions
+    where the fingerprints of one of the columns disagree. Where they agree, shadow's values
+    are live's, and so are its histogram and category counts (`_Tally.finish` copies them): a
+    table that did not change is read once, not twice, by these aggregations, and the row bins
+    not at all with live sketched (None: no row to count). Without fingerprints (no keys),
+    every row."""
     if not agreed:
         return source
     need = sorted(p for p, same in agreed.items() if not set(columns) <= same)
@@ -285,11 +287,13 @@ def _branches(
         out.append(row_bins)
     if spec.compared and spec.sample_rows:
         out.append(key_samples(per_key, spec, counts, cuts))
-    from_rows = [
-        i for i, f in enumerate(facts) if f.kind == "category" or (f.kind == "unique" and f.column not in derived)
-    ]
-    if from_rows:
-        out.append(_value_rows(source, facts, spec, from_rows))
+    categories = [i for i, f in enumerate(facts) if f.kind == "category"]
+    unique = [i for i, f in enumerate(facts) if f.kind == "unique" and f.column not in derived]
+    if unique:  # shadow's every row: the uniqueness of its values
+        out.append(_value_rows(source, facts, spec, categories + unique))
+    elif categories:
+        rows = rows_to_count(source, list(spec.categories), spec.agreed)
+        out.append(_value_rows(source if rows is None else rows, facts, spec, categories))
     return out
 
 
