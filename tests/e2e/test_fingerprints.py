@@ -50,6 +50,18 @@ def test_every_change_a_key_can_see_is_seen(spark: Any) -> None:
     assert _changed(spark, [*LIVE, LIVE[0]]) == {"keys", "x", "s"}, "a fan-out duplicate adds, never cancels"
 
 
+def test_a_null_moved_from_value_to_key_is_seen(spark: Any) -> None:
+    """xxhash64 skips a null: without hashing whether each part is null, a row (key null,
+    value "a") and a row (key "a", value null) hash alike, and the column's histogram or
+    categories would be copied from live to a shadow that has other values."""
+    schema = "ds int, id string, s string"
+    live = spark.createDataFrame([(1, None, "a"), (1, "b", "b")], schema)
+    shadow = spark.createDataFrame([(1, "a", None), (1, "b", "b")], schema)
+    m = FastMeasurer(shadow, live, partition="ds", keys=["id"], max_categories=5)
+    prints = run_profile(m.union, m.plan, {}, {"1": PartitionProfile("1")}, 1, ["id"]).prints
+    assert "s" not in prints.agreed("1")
+
+
 @pytest.mark.parametrize("broken", [0, 1], ids=["first hash", "second hash"])
 def test_a_collision_of_one_hash_is_caught_by_the_other(
     spark: Any, monkeypatch: pytest.MonkeyPatch, broken: int

@@ -22,18 +22,29 @@ from collections.abc import Sequence
 QUANTILES = [i / 10 for i in range(1, 10)]  # the deciles: 10 bins
 K = 1024  # the sketch's size parameter: exact up to this many values per partition
 RANK_ERROR = 0.005  # the tests' bound on a decile's rank and a bin's share; the sketch's is 0.27%
+# What the sketches of one validation may bring to the driver. A sketch of K = 1024 is about
+# 22-24 kB from 45,000 to a million values; past this budget (about 5,500 partition-columns)
+# the deciles come from a sample instead (`percentile_approx`, nine numbers each), so the
+# collect stays far below Spark's 1 GB `spark.driver.maxResultSize`.
+SKETCH_BYTES, SKETCH_BUDGET = 24_000, 128 * 2**20
+
+
+def sketches_fit(partitions: int, columns: int) -> bool:
+    """Whether one sketch per partition and numeric column fits the driver's budget."""
+    return partitions * columns * SKETCH_BYTES <= SKETCH_BUDGET
 
 
 def thresholds(deciles: Sequence[float], tolerance: tuple[float, float]) -> list[float]:
     """Each decile plus the tolerance (abs, rel): a value within tolerance of an edge counts
     as on it, so float noise cannot move it across. Kept ascending, as the bins are searched
     (a relative tolerance above 1 would not keep negative deciles in order); a NaN decile
-    (live NaNs) stays NaN, the largest."""
+    (live NaNs) stays NaN, the largest, and an infinite one stays itself (no tolerance moves
+    it, and -inf + rel * inf would be NaN)."""
     tol_abs, tol_rel = tolerance
     out: list[float] = []
     last = -math.inf
     for q in deciles:
-        t = q + tol_abs + tol_rel * abs(q)
+        t = q if math.isinf(q) else q + tol_abs + tol_rel * abs(q)
         last = last if t < last else t
         out.append(last)
     return out
@@ -64,7 +75,8 @@ class LiveSketch:
     def counts(self, thresholds: Sequence[float]) -> list[float]:
         """Live's values per bin of the ascending thresholds, a value's bin being the number
         of thresholds it lies above: the sketch's inclusive ranks times its numbers, rounded
-        (exact while the sketch holds every value), every NaN in the last bin."""
+        (exact while the sketch holds every value); a NaN lies above every number and on a NaN
+        threshold, as Spark compares them."""
         at_or_below = [
             float(self.values) if math.isnan(t) else float(round(self.sketch.get_rank(t, True) * self.numbers))
             for t in thresholds

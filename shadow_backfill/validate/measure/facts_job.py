@@ -217,13 +217,12 @@ def _row_bins(
     The counts are written as SQL text over our own column names (no value of the data is in
     it): built as Column objects, each of the 20 counts per column cost a dozen calls into the
     JVM, 2.8 s of plan building for four columns, as much as the job itself on small
-    partitions (365 x 1,000 rows per side). None without such facts."""
-    if not bins:
+    partitions (365 x 1,000 rows per side). None without such facts, and where the profile
+    sketched live (`spec.live_counts`): a column the grouping leaves out agrees wherever both
+    sides have rows, so its histograms are live's sketch and its copy, or shadow has none."""
+    if not bins or spec.live_counts:
         return None
-    to_bin = rows_to_count(source, [str(facts[i].column) for i in bins], spec.agreed, bool(spec.live_counts))
-    if to_bin is None:
-        return None
-    rows = _with_edges(to_bin, edges).select(
+    rows = _with_edges(rows_to_count(source, [str(facts[i].column) for i in bins], spec.agreed), edges).select(
         PARTITION_COLUMN, SHADOW_FLAG, *[facts[i].value.alias(f"__b{i}") for i in bins]
     )
     cells = [(i, b, side) for i in bins for b in range(N_BINS) for side in ("shadow", "live")]
@@ -247,23 +246,18 @@ def _row_bins(
     )
 
 
-def rows_to_count(
-    source: DataFrame, columns: Sequence[str], agreed: Mapping[str, frozenset[str]], live_sketched: bool = False
-) -> DataFrame | None:
-    """The rows the row bins and category counts read for `columns`: live's, unless the
-    profile sketched live's histograms (`live_sketched`), and shadow's only in the partitions
-    where the fingerprints of one of the columns disagree. Where they agree, shadow's values
-    are live's, and so are its histogram and category counts (`_Tally.finish` copies them): a
-    table that did not change is read once, not twice, by these aggregations, and the row bins
-    not at all with live sketched (None: no row to count). Without fingerprints (no keys),
-    every row."""
+def rows_to_count(source: DataFrame, columns: Sequence[str], agreed: Mapping[str, frozenset[str]]) -> DataFrame:
+    """The rows the row bins and category counts read for `columns`: live's, and shadow's only
+    in the partitions where the fingerprints of one of the columns disagree. Where they agree,
+    shadow's values are live's, and so are its histogram and category counts (`_Tally.finish`
+    copies them): a table that did not change is read once, not twice, by these aggregations.
+    Without fingerprints (no keys), every row."""
     if not agreed:
         return source
     need = sorted(p for p, same in agreed.items() if not set(columns) <= same)
-    shadow_there = F.col(PARTITION_COLUMN).isin(partition_values(source, need)) if need else None
-    if live_sketched:
-        return None if shadow_there is None else source.filter(is_side("shadow") & shadow_there)
-    return source.filter(is_side("live") if shadow_there is None else is_side("live") | shadow_there)
+    if not need:
+        return source.filter(is_side("live"))
+    return source.filter(is_side("live") | F.col(PARTITION_COLUMN).isin(partition_values(source, need)))
 
 
 def _branches(

@@ -30,9 +30,11 @@ _SECOND = "sb-fingerprint"  # the second hash's start: a salt chained in before 
 
 
 def hashes(keys: Sequence[str], value: str | None) -> list[Column]:
-    """The two 64-bit hashes of a row's key and (when given) one column's value; a null value
-    hashes as absent, distinct from any value but not from the key alone."""
-    parts = [F.col(k) for k in keys] + ([F.col(value)] if value is not None else [])
+    """The two 64-bit hashes of a row's key and (when given) one column's value. Each part
+    is hashed with whether it is null: xxhash64 skips a null, so (key null, value "a") and
+    (key "a", value null) would otherwise hash alike."""
+    names = [*keys, *([value] if value is not None else [])]
+    parts = [p for n in names for p in (F.col(n), F.col(n).isNull())]
     return [F.xxhash64(*parts), F.xxhash64(F.lit(_SECOND), *parts)]
 
 

@@ -18,7 +18,7 @@ from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
 from shadow_backfill.validate.measure import fingerprints, live_sketch
-from shadow_backfill.validate.measure.bins import QUANTILES
+from shadow_backfill.validate.measure.bins import QUANTILES, sketches_fit
 from shadow_backfill.validate.measure.capabilities import engine_capabilities
 from shadow_backfill.validate.measure.fingerprints import Fingerprints
 from shadow_backfill.validate.measure.plan import PARTITION_COLUMN, SHADOW_FLAG, as_text, is_side, side_name
@@ -171,11 +171,13 @@ def run_profile(
 ) -> Profiled:
     """Fill counts, null rates, moments and expectation aggregates into `profiles`; return the
     live deciles per partition and numeric column for the facts job, from a sketch of every
-    live row where the engine has one, else from every `every`-th live row (`decile_every`,
+    live row where the engine has one and the sketches fit the driver (`bins.sketches_fit`),
+    else from every `every`-th live row (`decile_every`,
     chosen by a hash of the `keys`); and with keys each side's fingerprints
     (`fingerprints.py`), which tell the facts job what it need not group."""
     sketch = None
-    if plan.numeric and engine_capabilities(union.sparkSession).kll_sketches:
+    fit = sketches_fit(len(profiles), len(plan.numeric))
+    if plan.numeric and fit and engine_capabilities(union.sparkSession).kll_sketches:
         sketch = Sketching(live_sketch.aggregations(plan.numeric), tolerance)
     out = Profiled({}, Fingerprints(plan.compared, enabled=bool(keys)), sketch)
     for row in _collect(union, plan, _aggregations(plan, extra_aggs, keys), every, keys, sketch):

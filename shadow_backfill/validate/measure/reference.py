@@ -199,7 +199,7 @@ class ReferenceMeasurer:
         tol_abs, tol_rel = self.tolerance
         out: list[float] = []
         for q in deciles:
-            t = q + tol_abs + tol_rel * abs(q)
+            t = q if math.isinf(q) else q + tol_abs + tol_rel * abs(q)  # -inf + rel * inf is NaN
             out.append(out[-1] if out and t < out[-1] else t)
         return out
 
