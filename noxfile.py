@@ -39,7 +39,7 @@ os.environ.setdefault("DISABLE_MKDOCS_2_WARNING", "true")
 os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
 RESULTS = Path(".ci-results")
 
-CLASSIC = "not sail and not cluster and not connect"
+CLASSIC = "not sail and not cluster and not connect and not s3"
 SPARK4_VENV = ".venv-spark4"
 # One pytest process per kind of Spark session (one Python process holds one kind): the classic
 # group (Iceberg, Delta with delta-spark, Parquet, and the classic-only tests), Sail, a real
@@ -52,6 +52,9 @@ LINES = {
         ("formats e2e", "connect"),
         ("formats e2e", "sail"),
         ("e2e", "cluster"),
+        # the format contract and the user's loop, kills and concurrent writers with the tables on
+        # a real S3-compatible server on loopback (SeaweedFS), Iceberg and Delta: `store` tests
+        ("formats e2e", "s3 and store"),
     ],
     "3.5": [
         # the format contract, one scenario per backend (`smoke`) and, on classic Spark, the kill
@@ -206,11 +209,11 @@ def tests(session: nox.Session) -> None:
     CI run (before ruff and mypy moved into lane 1): lane 1 about 1,170 s, lane 2 1,135 s, CI
     1,238 s in all."""
     _check_spark35(session)
-    unit4, formats4, e2e4, connect4, sail4, cluster4 = _groups(f"{SPARK4_VENV}/bin/python", "4.1")
+    unit4, formats4, e2e4, connect4, sail4, cluster4, s3_4 = _groups(f"{SPARK4_VENV}/bin/python", "4.1")
     unit35, classic35, sail35 = _groups("python", "3.5")
     # lane 1 starts with what needs no 4.1 venv (the 3.5 Sail and unit groups, ruff and mypy)
     # while that venv is installed
-    lanes = [[sail35, unit35, *STATIC, e2e4, sail4, unit4], [classic35, connect4, formats4, cluster4]]
+    lanes = [[sail35, unit35, *STATIC, e2e4, sail4, unit4, cluster4], [classic35, connect4, formats4, s3_4]]
     with ThreadPoolExecutor(max_workers=1) as installer:
         _run_lanes(session, lanes, ready=installer.submit(_spark4_python, session))
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import ConfigError, SessionError, WriteError, os_reason
 from shadow_backfill.formats import format_class
+from shadow_backfill.formats.runtimes import spark_line
 from shadow_backfill.formats.settings import SessionSettings
 
 if TYPE_CHECKING:
@@ -130,6 +131,27 @@ def _refuse_other_runtime(ours: list[str], theirs: list[str]) -> None:
                 )
 
 
+# Hadoop's S3 connector: a location in this scheme, or a setting of it, means the session needs
+# hadoop-aws (`runtimes.SparkLine.hadoop_aws`).
+S3A_SCHEME, S3A_SETTINGS = "s3a://", "spark.hadoop.fs.s3a."
+
+
+def uses_s3a(config: BackfillConfig) -> bool:
+    """Whether the config puts a table, a catalog's warehouse or a connector setting on s3a."""
+    places = [config.live_table, config.shadow_table or "", *config.spark.conf.values()]
+    return any(p.startswith(S3A_SCHEME) for p in places) or any(k.startswith(S3A_SETTINGS) for k in config.spark.conf)
+
+
+def object_store_conf(config: BackfillConfig, conf: Mapping[str, str]) -> dict[str, str]:
+    """Hadoop's S3 connector of this Spark line joined to the format runtime Spark fetches, when
+    the config uses s3a: an S3 user would otherwise have to find the one hadoop-aws version that
+    fits PySpark's Hadoop. Nothing is added where the jars come from `spark.jars_dir` (offline:
+    the folder holds the connector too) or the session is not fetching runtimes."""
+    if not uses_s3a(config) or "spark.jars.packages" not in conf:
+        return {}
+    return {"spark.jars.packages": f"{conf['spark.jars.packages']},{spark_line().hadoop_aws}"}
+
+
 def check_master(master: str) -> None:
     """Fail in a second, naming the master, where Spark would retry and dump Java traces."""
     if not _MASTER.match(master):
@@ -202,6 +224,7 @@ def open_session(config: BackfillConfig) -> SparkSession:
     conf["spark.driver.extraJavaOptions"] = f"-Dlog4j.configurationFile=file:{log4j}"
     conf["spark.sql.warehouse.dir"] = str(config.warehouse / "spark")
     conf.update(format_class(config.format).session_conf(session_settings(config)))
+    conf.update(object_store_conf(config, conf))
     conf = join_user_conf(conf, config.spark.conf)
     if "spark.jars.packages" in conf:
         conf.setdefault("spark.jars.ivySettings", str(IVY_SETTINGS))  # a user's own replaces ours

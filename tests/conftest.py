@@ -33,10 +33,22 @@ sys.path.insert(0, str(TESTS))
 
 from support import class_archive  # noqa: E402
 from support.backends import BACKENDS, ENGINE_BACKENDS, Backend  # noqa: E402
+from support.object_store import BUCKET, OBJECT_STORE, SeaweedS3  # noqa: E402
 from support.processes import metastore_conf  # noqa: E402
-from support.settings import CLI_JVM, CONNECT, JARS, TEST_CONF, MakeBackfill, base_config, factory  # noqa: E402
+from support.settings import (  # noqa: E402
+    CLI_JVM,
+    CONNECT,
+    JARS,
+    S3_CATALOG,
+    STORE,
+    TEST_CONF,
+    TEST_JVM_OPTIONS,
+    MakeBackfill,
+    base_config,
+    factory,
+)
 
-CLASSIC = "not sail and not cluster and not connect"  # the classic group's -m expression
+CLASSIC = "not sail and not cluster and not connect and not s3"  # the classic group's -m expression
 TIERS = ("unit", "formats", "e2e")
 
 
@@ -71,6 +83,8 @@ def _session_kind(item: pytest.Item) -> str | None:
         return "sail"
     if item.get_closest_marker("connect"):
         return "connect"
+    if item.get_closest_marker("s3"):
+        return "s3"
     if item.get_closest_marker("classic") or "spark" in getattr(item, "fixturenames", ()):
         return "classic"
     return None
@@ -159,22 +173,17 @@ def rest_catalog(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     server.wait(timeout=30)
 
 
-@pytest.fixture(scope="session")
-def spark(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    if active is not None and "connect" in type(active).__module__:
-        pytest.fail(f'classic Spark tests must run in their own process: pytest -m "{CLASSIC}"')
+def _classic_session(kind: str, warehouse: Path, extra: dict[str, str], jars: Path) -> Any:
+    """One classic session for both classic formats of `kind` (`iceberg`, or `iceberg-s3`): the
+    Iceberg config's session with delta-spark's jars, extension and catalog added, and `extra`."""
     from shadow_backfill.config import parse_config
     from shadow_backfill.formats import format_class
     from shadow_backfill.session import open_session, session_settings
 
-    # One classic session serves both classic backends (Iceberg and Delta): the Iceberg config's
-    # session with delta-spark's jars, extension and catalog added.
-    data = base_config("iceberg", warehouse)
+    engine = kind.partition("-")[2]
+    data = base_config(kind, warehouse)
     iceberg = format_class("iceberg").session_conf(session_settings(parse_config(data, base_dir=warehouse)))
-    delta_config = parse_config(base_config("delta", warehouse), base_dir=warehouse)
+    delta_config = parse_config(base_config("delta" + (f"-{engine}" if engine else ""), warehouse), base_dir=warehouse)
     delta = format_class("delta").session_conf(session_settings(delta_config))
     data["spark"]["conf"].update(
         {
@@ -183,14 +192,52 @@ def spark(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
             "spark.sql.extensions": f"{iceberg['spark.sql.extensions']},{delta['spark.sql.extensions']}",
         }
     )
-    data["spark"]["conf"].update(metastore_conf(warehouse))
+    data["spark"]["conf"].update(extra)
     session = open_session(parse_config(data, base_dir=warehouse))
-    _link_jars(session, tmp_path_factory.mktemp("jars"))
+    _link_jars(session, jars)
+    return session
+
+
+def _no_other_session(group: str) -> None:
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None and "connect" in type(active).__module__:
+        pytest.fail(f"classic Spark tests must run in their own process: pytest -m {group!r}")
+
+
+@pytest.fixture(scope="session")
+def spark(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    _no_other_session(CLASSIC)
+    session = _classic_session("iceberg", warehouse, metastore_conf(warehouse), tmp_path_factory.mktemp("jars"))
     if "dir" in JARS:
         archive_warehouse = tmp_path_factory.mktemp("class-archive")
         CLI_JVM["spark.driver.extraJavaOptions"] = class_archive.java_options(JARS["dir"], archive_warehouse)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_spark(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A classic session whose tables live on a real S3-compatible server on loopback
+    (SeaweedFS, `support.object_store`): Delta by `s3a://` path, Iceberg in catalog `lake` with
+    its warehouse on the bucket. The tool adds Hadoop's s3a connector (`hadoop-aws` of this
+    Spark line) because the settings name s3a, as it does for a user."""
+    _no_other_session("s3")
+    try:
+        server = SeaweedS3.start(tmp_path_factory.mktemp("seaweedfs"))
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    OBJECT_STORE["server"] = server
+    catalog = f"spark.sql.catalog.{S3_CATALOG}"
+    STORE.update(server.spark_conf())
+    STORE.update({catalog: "org.apache.iceberg.spark.SparkCatalog", f"{catalog}.type": "hadoop"})
+    STORE[f"{catalog}.warehouse"] = f"s3a://{BUCKET}/iceberg"
+    jvm = {"spark.driver.extraJavaOptions": TEST_JVM_OPTIONS}
+    session = _classic_session("iceberg-s3", warehouse, jvm, tmp_path_factory.mktemp("jars"))
+    yield session
+    session.stop()
+    server.stop()
 
 
 @pytest.fixture

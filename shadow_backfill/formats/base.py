@@ -196,8 +196,11 @@ class TableFormat(ABC):
     def create_like(self, source: str, target: str, schema: StructType | None = None) -> None:
         """Create `target` partitioned like `source`, with `schema` (default: source's schema).
 
-        A name that resolves into the source's storage is refused right after creation, before
-        any data is written (a new table's location is only known once it exists)."""
+        A path is refused before creation: its location is known, and on an object store a
+        table by path cannot be dropped again without listing and deleting objects. A name that
+        resolves into the source's storage is refused right after creation, before any data is
+        written (a new named table's location is only known once it exists)."""
+        self.check_distinct(source, target)
         self.create(target, schema or self.schema(source), self.partition_columns(source))
         try:
             self.check_distinct(source, target)

@@ -49,7 +49,12 @@ DELTA_EXTENSIONS = {
 
 
 def _delta_log(path: str) -> Any | None:
-    """A delta-rs handle on the table's log, or None when delta-rs is missing or cannot open it."""
+    """A delta-rs handle on the table's log, or None when delta-rs is missing or cannot open it.
+    Only for a local path: on an object store the log is read through Spark, which holds the
+    user's credentials and endpoint (delta-rs would need them again as storage options, and
+    without them asks the cloud's metadata service for credentials and waits on its timeout)."""
+    if "://" in path and not path.startswith("file:"):
+        return None
     try:
         from deltalake import DeltaTable
     except ImportError:

@@ -41,6 +41,14 @@ from shadow_backfill.formats.locations import normalize_location
 from shadow_backfill.formats.parquet_metastore import MetastorePlacement, create_table, quoted_name, table_location
 from shadow_backfill.partitions import PartitionScheme
 
+# Why Parquet stays on local or mounted file systems: its version log and switch rely on POSIX
+# rename, hard links and `flock`, which an object store has not (a rename there is a copy and a
+# delete per object, and readers see it half done). Iceberg and Delta commit atomically there.
+OBJECT_STORE_REFUSAL = (
+    "Parquet tables on object storage are not supported (their switch needs a file system's atomic "
+    "rename and locks); keep the table on a local or mounted file system, or use Iceberg or Delta"
+)
+
 
 class ParquetConflict(RefusedError):
     """A version after the one a commit was bound to touched its partitions."""
@@ -77,14 +85,12 @@ class ParquetFormat(TableFormat):
                 self._locations[table] = table_location(self.spark, table)
             location = self._locations[table]
             if "://" in location:
-                raise ConfigError(
-                    f"Parquet table {table!r} lies at {location}: only local or mounted paths are supported"
-                )
+                raise ConfigError(f"Parquet table {table!r} lies at {location}: {OBJECT_STORE_REFUSAL}")
             return location
         if table.startswith("file:"):
             table = table.removeprefix("file:").replace("///", "/", 1)
         if "://" in table:
-            raise ConfigError(f"Parquet table {table!r}: only local or mounted file-system paths are supported")
+            raise ConfigError(f"Parquet table {table!r}: {OBJECT_STORE_REFUSAL}")
         return table if table.startswith("/") else str(self.base_dir / table)
 
     def _log(self, table: str) -> FolderLog:

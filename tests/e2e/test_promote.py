@@ -19,6 +19,7 @@ def _same(a, b) -> None:
     assert_df_equality(a, b, ignore_row_order=True, ignore_nullable=True, ignore_column_order=True)
 
 
+@pytest.mark.store
 @pytest.mark.smoke  # the one end-to-end scenario per backend on the second Spark line
 def test_promote_exactly_the_passing_partitions_then_roll_back(make: MakeBackfill) -> None:
     bf = validated(make)
@@ -103,6 +104,7 @@ def test_refusals(make: MakeBackfill) -> None:
     assert forced.target == rec.id
 
 
+@pytest.mark.store
 def test_backfill_main_job(make: MakeBackfill) -> None:
     bf = make(transform={"function": "sb_test_transforms:drift_on_one_day"}, validation=QUIET)
     cfg = str(bf.config_path)  # type: ignore[attr-defined]

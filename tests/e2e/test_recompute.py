@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
 import sb_test_transforms as t
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
@@ -25,6 +26,7 @@ def expected_v2(bf: Backfill, start: str = START, end: str = END):
     return t.events_v2(bf.spark, [bf.scheme.value(k) for k in keys])
 
 
+@pytest.mark.store
 def test_rerun_is_idempotent(make: MakeBackfill) -> None:
     bf = make()
     first = bf.run(START, END)
@@ -46,6 +48,7 @@ def test_rerun_is_idempotent(make: MakeBackfill) -> None:
     assert_same_content(bf.read_live(), t.events(bf.spark, [bf.scheme.value(k) for k in bf.scheme.expand(START, END)]))
 
 
+@pytest.mark.store
 def test_resumes_after_failure(make: MakeBackfill) -> None:
     bf = make(transform={"function": "sb_test_transforms:flaky"})
     t.FAIL_ON.clear()
@@ -110,6 +113,7 @@ def test_null_partition_value_refused(make: MakeBackfill) -> None:
     assert not bf.table_format.exists(bf.shadow_table)
 
 
+@pytest.mark.store
 def test_versions_history_and_time_travel(make: MakeBackfill) -> None:
     bf = make()
     fmt = bf.table_format

@@ -87,6 +87,7 @@ def test_cli_run_and_status_json(make: MakeBackfill) -> None:
     ]
     table = runner.invoke(app, ["status", cfg])
     assert table.exit_code == 0 and "2024-01-04" in table.output
+    assert f"state store: {bf.config.state_url}" in table.output, "says where the record lives"
 
 
 @pytest.mark.per_engine  # the format cannot change it

@@ -27,6 +27,7 @@ def _foreign_rows(bf: Backfill) -> Any:
     return bf.read_live([TOUCHED]).limit(1).withColumn("id", F.lit(FOREIGN_ID).cast("long"))
 
 
+@pytest.mark.store
 def test_concurrent_writer_commit_survives(make: MakeBackfill) -> None:
     bf = validated(make)
     fmt = bf.table_format
@@ -64,6 +65,7 @@ def test_concurrent_writer_commit_survives(make: MakeBackfill) -> None:
     assert bf.read_live([TOUCHED]).filter(F.col("id") == FOREIGN_ID).count() == 1
 
 
+@pytest.mark.store
 def test_shadow_aliasing_live_is_refused(make: MakeBackfill, backend: Backend) -> None:
     """The backend's alias names live table `bf.live_table` another way: `run` and `promote`
     refuse it and nothing is written."""
@@ -81,6 +83,7 @@ def test_shadow_aliasing_live_is_refused(make: MakeBackfill, backend: Backend) -
     assert sorted(bf.read_live().collect()) == rows
 
 
+@pytest.mark.store
 def test_shadow_inside_live_is_refused(make: MakeBackfill, backend: Backend, request: pytest.FixtureRequest) -> None:
     backend.known_gap(request, "shadow-inside-live")
     bf = make()

@@ -17,6 +17,7 @@ from shadow_backfill.cli import app
 SUITE = str(TESTS / "suites" / "events.json")
 
 
+@pytest.mark.store
 def test_drifting_partition_fails_and_reports(make: MakeBackfill, tmp_path: Path) -> None:
     out = tmp_path / "report"
     bf = make(transform={"function": "sb_test_transforms:drift_on_one_day"}, expectations=[SUITE])

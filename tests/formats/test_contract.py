@@ -31,6 +31,9 @@ from shadow_backfill import Backfill
 from shadow_backfill.errors import ConfigError
 from shadow_backfill.formats.base import COMMIT_ID_PROPERTY, PARTITIONS_PROPERTY, LiveChangedError
 
+# where the table's files lie (a local folder, a bucket) can change every clause of the contract
+pytestmark = pytest.mark.store
+
 A, B, C = "2024-01-02", "2024-01-03", "2024-01-04"  # partitions of the seeded live table
 OUTSIDE = "2024-01-11"  # a partition the seed does not hold
 FOREIGN_ID = 999_999  # the id of the row another writer adds

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from support.settings import CONNECT
+from support.object_store import BUCKET, OBJECT_STORE
+from support.settings import CONNECT, S3_CATALOG
 
 if TYPE_CHECKING:
     from shadow_backfill import Backfill
@@ -88,13 +90,15 @@ class Backend:
 
 
 class IcebergClassic(Backend):
+    catalog = "local"  # the Hadoop catalog the backend's tables are in
+
     def alias(self, bf: Backfill) -> str:
         """The same table through a second catalog over the same warehouse."""
         spark = bf.spark
         for k, v in {
             "": "org.apache.iceberg.spark.SparkCatalog",
             ".type": "hadoop",
-            ".warehouse": spark.conf.get("spark.sql.catalog.local.warehouse"),
+            ".warehouse": spark.conf.get(f"spark.sql.catalog.{self.catalog}.warehouse"),
         }.items():
             spark.conf.set(f"spark.sql.catalog.other{k}", v)
         return "other." + bf.live_table.split(".", 1)[1]
@@ -129,6 +133,24 @@ class IcebergClassic(Backend):
                 bf.spark.catalog.refreshTable(table)
 
 
+class IcebergS3(IcebergClassic):
+    """Iceberg in a Hadoop catalog whose warehouse is on the S3 bucket (SeaweedFS): the table's
+    files are objects, read here through the store's own S3 API, not Spark."""
+
+    catalog = S3_CATALOG
+
+    def location(self, bf: Backfill, table: str) -> Path:
+        _, *parts = table.split(".")
+        warehouse = bf.spark.conf.get(f"spark.sql.catalog.{self.catalog}.warehouse")
+        return Path(warehouse.removeprefix("s3a://")).joinpath(*parts)
+
+    def commits(self, bf: Backfill, table: str) -> int:
+        return len(objects(self.location(bf, table) / "metadata", lambda name: name.endswith(".metadata.json")))
+
+    def data_files(self, bf: Backfill, table: str) -> list[Path]:
+        return objects(self.location(bf, table) / "data", lambda name: name.endswith(".parquet"))
+
+
 class DeltaPaths(Backend):
     """Delta tables by path, on classic Spark (delta-spark) or over Spark Connect (Sail)."""
 
@@ -157,6 +179,47 @@ class DeltaPaths(Backend):
     def commits(self, bf: Backfill, table: str) -> int:
         """A Delta commit is the next `_delta_log/<version>.json`."""
         return len(list((self.location(bf, table) / "_delta_log").glob("*.json")))
+
+
+class DeltaS3(DeltaPaths):
+    """Delta tables by `s3a://` path on the S3 bucket (SeaweedFS)."""
+
+    def alias(self, bf: Backfill) -> str:
+        """The same prefix by another spelling: `s3://` names the same bucket as `s3a://`, and a
+        `..` segment the same key prefix (Hadoop's Path resolves it)."""
+        parent, _, name = bf.live_table.rpartition("/")
+        return f"{parent}/../{parent.rpartition('/')[2]}/{name}"
+
+    def location(self, bf: Backfill, table: str) -> Path:
+        return Path(bf.table_format.path(table).removeprefix("s3a://"))  # type: ignore[attr-defined]
+
+    def data_files(self, bf: Backfill, table: str) -> list[Path]:
+        found = objects(self.location(bf, table), lambda name: name.endswith(".parquet"))
+        return [f for f in found if "_delta_log" not in f.parts]
+
+    def drop(self, bf: Backfill, table: str) -> None:
+        store_filesystem().delete_dir(str(self.location(bf, table)))
+
+    def commits(self, bf: Backfill, table: str) -> int:
+        return len(objects(self.location(bf, table) / "_delta_log", lambda name: name.endswith(".json")))
+
+    def delete_data_files(self, bf: Backfill, table: str) -> None:
+        files = self.data_files(bf, table)
+        assert files, f"{table} has no data files to delete"
+        store_filesystem().delete_files([str(f) for f in files])
+
+
+def store_filesystem() -> Any:
+    """The `s3` group's bucket seen through its own S3 API (pyarrow), not through Spark."""
+    return OBJECT_STORE["server"].filesystem()
+
+
+def objects(prefix: Path, keep: Callable[[str], bool]) -> list[Path]:
+    """The objects under `prefix` (bucket/key...) whose name `keep` accepts, sorted."""
+    from pyarrow import fs
+
+    infos = store_filesystem().get_file_info(fs.FileSelector(str(prefix), recursive=True, allow_not_found=True))
+    return sorted(Path(i.path) for i in infos if i.type == fs.FileType.File and keep(i.base_name))
 
 
 class ParquetPaths(DeltaPaths):
@@ -242,6 +305,23 @@ DELTA_CONNECT = DeltaPaths(
     gaps=(SQL_PARAMS_GAP,),
     server_outlives_client=True,
 )
+# The `s3` group: the formats whose commits are atomic on an object store, their warehouse on a
+# real S3-compatible server on loopback (SeaweedFS), on classic Spark with Hadoop's s3a.
+ICEBERG_S3 = IcebergS3(
+    name="iceberg-s3",
+    format="iceberg",
+    session_fixture="s3_spark",
+    missing_table=f"{S3_CATALOG}.nonexistent.table",
+    engine_error=CLASSIC_ERROR,
+    gaps=(ICEBERG_STRAY,),
+)
+DELTA_S3 = DeltaS3(
+    name="delta-s3",
+    format="delta",
+    session_fixture="s3_spark",
+    missing_table=f"s3a://{BUCKET}/nonexistent/table",
+    engine_error=CLASSIC_ERROR,
+)
 BACKENDS = [
     pytest.param(ICEBERG, id=ICEBERG.name, marks=pytest.mark.classic),
     pytest.param(DELTA, id=DELTA.name, marks=pytest.mark.classic),
@@ -250,6 +330,8 @@ BACKENDS = [
     pytest.param(PARQUET_SAIL, id=PARQUET_SAIL.name, marks=pytest.mark.sail),
     pytest.param(ICEBERG_CONNECT, id=ICEBERG_CONNECT.name, marks=pytest.mark.connect),
     pytest.param(DELTA_CONNECT, id=DELTA_CONNECT.name, marks=pytest.mark.connect),
+    pytest.param(ICEBERG_S3, id=ICEBERG_S3.name, marks=pytest.mark.s3),
+    pytest.param(DELTA_S3, id=DELTA_S3.name, marks=pytest.mark.s3),
 ]
 # A behaviour that the table format cannot change but the Spark engine can (validation's jobs,
 # reports from measured data) is tested on one backend per engine: tests marked `per_engine`.

@@ -13,6 +13,7 @@ import yaml
 
 from shadow_backfill.config import load_config
 from support.class_archive import BASE_OPTIONS
+from support.object_store import BUCKET
 
 if TYPE_CHECKING:
     from shadow_backfill import Backfill
@@ -53,6 +54,11 @@ CLI_JVM = {"spark.driver.extraJavaOptions": BASE_OPTIONS}
 JARS: dict[str, str] = {}
 # The real Spark Connect server's URL once the `connect` group has started it.
 CONNECT: dict[str, str] = {}
+# The `s3` group's settings once it has started SeaweedFS: the s3a connector's endpoint and
+# credentials and the Iceberg catalog `lake` whose warehouse is on the bucket, as a user's
+# `spark.conf` carries them.
+STORE: dict[str, str] = {}
+S3_CATALOG = "lake"
 
 
 def base_config(kind: str, warehouse: Path, **overrides: Any) -> dict[str, Any]:
@@ -71,7 +77,11 @@ def base_config(kind: str, warehouse: Path, **overrides: Any) -> dict[str, Any]:
             **({"jars_dir": JARS["dir"]} if "dir" in JARS else {}),
             "conf": {**TEST_CONF, **CLI_JVM, **json.loads(os.environ.get("SB_TEST_SPARK_CONF", "{}"))},
         }
-    live = f"local.{ns}.events" if fmt == "iceberg" else str(warehouse / ns / "events")
+    if engine == "s3":
+        spark["conf"].update(STORE)
+        live = f"{S3_CATALOG}.{ns}.events" if fmt == "iceberg" else f"s3a://{BUCKET}/{ns}/events"
+    else:
+        live = f"local.{ns}.events" if fmt == "iceberg" else str(warehouse / ns / "events")
     cfg: dict[str, Any] = {
         "live_table": live,
         "version": "v2",

@@ -14,8 +14,9 @@ from shadow_backfill.chunking import choose_chunk_size
 from shadow_backfill.cli import app
 from shadow_backfill.config import MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH, PartitionSpec, load_config, nested_deeper_than
 from shadow_backfill.errors import ConfigError, SessionError, UsageError
+from shadow_backfill.formats.runtimes import spark_line
 from shadow_backfill.partitions import MAX_PARTITIONS, PartitionScheme, sql_literal
-from shadow_backfill.session import check_master, join_user_conf
+from shadow_backfill.session import check_master, join_user_conf, object_store_conf, uses_s3a
 from shadow_backfill.validate.suites import load_suite
 
 GOOD = {
@@ -397,3 +398,53 @@ def test_a_warehouse_on_object_storage_is_named_not_made_a_local_folder(tmp_path
     assert "c.yaml: field 'spark.warehouse': 's3a://lake/wh' is not a local folder" in str(err.value)
     assert "Value error" not in str(err.value)
     assert not (tmp_path / "s3a:").exists()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "needs"),
+    [
+        ({"live_table": "s3a://lake/features", "format": "delta"}, True),
+        ({"spark": {"conf": {"spark.sql.catalog.lake.warehouse": "s3a://lake/wh"}}}, True),
+        ({"spark": {"conf": {"spark.hadoop.fs.s3a.endpoint": "http://127.0.0.1:9000"}}}, True),
+        ({}, False),
+        ({"live_table": "gs://lake/features", "format": "delta"}, False),
+    ],
+)
+def test_s3a_brings_the_connector_of_this_spark_line(tmp_path: Path, overrides: dict, needs: bool) -> None:
+    """An S3 user gets the one hadoop-aws that fits PySpark's Hadoop beside the format runtime;
+    nothing is added when the config names no s3a, or the jars come from a folder."""
+    config = load_config(write(tmp_path, {**GOOD, **overrides}))
+    ours = {"spark.jars.packages": "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.1"}
+    added = object_store_conf(config, ours)
+    assert uses_s3a(config) is needs
+    if needs:
+        packages = added["spark.jars.packages"].split(",")
+        assert packages[0] == ours["spark.jars.packages"]
+        assert packages[1] == spark_line().hadoop_aws
+    else:
+        assert added == {}
+    assert object_store_conf(config, {"spark.jars": "/opt/jars/a.jar"}) == {}, "offline: the folder holds it"
+
+
+def test_each_line_names_the_hadoop_aws_of_its_pyspark_hadoop() -> None:
+    """hadoop-aws must be exactly the Hadoop version the installed PySpark ships (read off its
+    jars folder, PySpark not imported): another version fails at the first s3a read."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyspark")
+    assert spec is not None and spec.submodule_search_locations
+    jars = Path(next(iter(spec.submodule_search_locations))) / "jars"
+    shipped = [p.name for p in jars.glob("hadoop-client-api-*.jar")]
+    assert shipped, f"no hadoop-client-api jar in {jars}"
+    version = shipped[0].removeprefix("hadoop-client-api-").removesuffix(".jar")
+    from importlib.metadata import version as installed
+
+    assert spark_line(installed("pyspark")).hadoop_aws == f"org.apache.hadoop:hadoop-aws:{version}"
+
+
+def test_a_users_hadoop_aws_of_another_version_is_refused() -> None:
+    ours = {"spark.jars.packages": "io.delta:delta-spark_4.1_2.13:4.3.1,org.apache.hadoop:hadoop-aws:3.4.2"}
+    with pytest.raises(
+        ConfigError, match=re.escape("lists org.apache.hadoop:hadoop-aws:3.3.4, but this Spark line needs")
+    ):
+        join_user_conf(ours, {"spark.jars.packages": "org.apache.hadoop:hadoop-aws:3.3.4"})
