@@ -8,9 +8,10 @@ keeps, on every backend) and `e2e` (tests/e2e: the user's paths through the CLI 
 One Spark session per test process, tiny data, few shuffle partitions, UI off. Every behaviour
 test takes `backend` (or `make`, built on it) and so runs on every table
 backend: Iceberg and Delta on classic Spark (`classic` marker), Delta over Spark Connect against
-Sail (`sail` marker), and Iceberg and Delta over a real Spark Connect server (`connect` marker,
-Spark 4). One process holds one kind of Spark session, so each group runs in its own pytest call
-(`-m "not sail and not cluster and not connect"`, `-m sail`, `-m connect`); a backend's session
+Sail (`sail` marker), Iceberg and Delta over a real Spark Connect server (`connect` marker,
+Spark 4), and Iceberg and Delta with their tables on a real S3-compatible server (`s3` marker,
+`store` tests only). One process holds one kind of Spark session, so each group runs in its own pytest call
+(`-m "not sail and not cluster and not connect and not s3"`, `-m sail`, `-m connect`, `-m s3`); a backend's session
 fixture is only created when a test of that backend runs. Adding a backend = one `Backend` subclass and one
 `pytest.param` in `BACKENDS` (plus its module in shadow_backfill/formats/).
 """
@@ -173,6 +174,10 @@ def rest_catalog(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     server.wait(timeout=30)
 
 
+# The JDBC driver of the `s3` group's Iceberg catalog (the user's own package: it joins the tool's).
+SQLITE_JDBC = "org.xerial:sqlite-jdbc:3.51.1.0"
+
+
 def _classic_session(kind: str, warehouse: Path, extra: dict[str, str], jars: Path) -> Any:
     """One classic session for both classic formats of `kind` (`iceberg`, or `iceberg-s3`): the
     Iceberg config's session with delta-spark's jars, extension and catalog added, and `extra`."""
@@ -192,10 +197,20 @@ def _classic_session(kind: str, warehouse: Path, extra: dict[str, str], jars: Pa
             "spark.sql.extensions": f"{iceberg['spark.sql.extensions']},{delta['spark.sql.extensions']}",
         }
     )
-    data["spark"]["conf"].update(extra)
+    packages = ",".join(
+        p for p in (data["spark"]["conf"]["spark.jars.packages"], extra.get("spark.jars.packages")) if p
+    )
+    data["spark"]["conf"].update({**extra, "spark.jars.packages": packages})
     session = open_session(parse_config(data, base_dir=warehouse))
     _link_jars(session, jars)
     return session
+
+
+def _use_class_archive(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """CLI processes the tests start load their classes from an archive of this session's jars."""
+    if "dir" in JARS:
+        archive_warehouse = tmp_path_factory.mktemp("class-archive")
+        CLI_JVM["spark.driver.extraJavaOptions"] = class_archive.java_options(JARS["dir"], archive_warehouse)
 
 
 def _no_other_session(group: str) -> None:
@@ -210,9 +225,7 @@ def _no_other_session(group: str) -> None:
 def spark(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     _no_other_session(CLASSIC)
     session = _classic_session("iceberg", warehouse, metastore_conf(warehouse), tmp_path_factory.mktemp("jars"))
-    if "dir" in JARS:
-        archive_warehouse = tmp_path_factory.mktemp("class-archive")
-        CLI_JVM["spark.driver.extraJavaOptions"] = class_archive.java_options(JARS["dir"], archive_warehouse)
+    _use_class_archive(tmp_path_factory)
     yield session
     session.stop()
 
@@ -231,10 +244,15 @@ def s3_spark(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
     OBJECT_STORE["server"] = server
     catalog = f"spark.sql.catalog.{S3_CATALOG}"
     STORE.update(server.spark_conf())
-    STORE.update({catalog: "org.apache.iceberg.spark.SparkCatalog", f"{catalog}.type": "hadoop"})
+    # A JDBC catalog (SQLite) commits by a conditional update of the table's pointer: atomic on
+    # an object store, unlike the Hadoop catalog's rename.
+    STORE.update({catalog: "org.apache.iceberg.spark.SparkCatalog", f"{catalog}.type": "jdbc"})
+    STORE[f"{catalog}.uri"] = f"jdbc:sqlite:{tmp_path_factory.mktemp('iceberg-catalog') / 'catalog.db'}"
+    STORE[f"{catalog}.jdbc.schema-version"] = "V1"  # the current schema (V0 has no views)
     STORE[f"{catalog}.warehouse"] = f"s3a://{BUCKET}/iceberg"
-    jvm = {"spark.driver.extraJavaOptions": TEST_JVM_OPTIONS}
-    session = _classic_session("iceberg-s3", warehouse, jvm, tmp_path_factory.mktemp("jars"))
+    extra = {"spark.driver.extraJavaOptions": TEST_JVM_OPTIONS, "spark.jars.packages": SQLITE_JDBC}
+    session = _classic_session("iceberg-s3", warehouse, extra, tmp_path_factory.mktemp("jars"))
+    _use_class_archive(tmp_path_factory)
     yield session
     session.stop()
     server.stop()

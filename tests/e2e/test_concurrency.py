@@ -96,7 +96,6 @@ def _same(a: DataFrame, b: DataFrame) -> None:
     assert_df_equality(a, b, ignore_row_order=True, ignore_nullable=True, ignore_column_order=True)
 
 
-@pytest.mark.store
 @pytest.mark.parametrize("offset_s", [0.0, 0.2, 0.4, 0.7])
 def test_a_recompute_during_a_promotion_never_publishes_unvalidated_rows(make: MakeBackfill, offset_s: float) -> None:
     """`run --force` of the same partitions by another config (another transform, `--allow-code-change`)

@@ -26,7 +26,6 @@ def expected_v2(bf: Backfill, start: str = START, end: str = END):
     return t.events_v2(bf.spark, [bf.scheme.value(k) for k in keys])
 
 
-@pytest.mark.store
 def test_rerun_is_idempotent(make: MakeBackfill) -> None:
     bf = make()
     first = bf.run(START, END)
@@ -48,7 +47,6 @@ def test_rerun_is_idempotent(make: MakeBackfill) -> None:
     assert_same_content(bf.read_live(), t.events(bf.spark, [bf.scheme.value(k) for k in bf.scheme.expand(START, END)]))
 
 
-@pytest.mark.store
 def test_resumes_after_failure(make: MakeBackfill) -> None:
     bf = make(transform={"function": "sb_test_transforms:flaky"})
     t.FAIL_ON.clear()

@@ -146,3 +146,23 @@ def test_a_metastore_switch_cut_short_is_finished_by_the_next_command(
     _same(spark.table(bf.live_table), bf.read_shadow(keys))
     kept = [Path(f.location) for f in latest.folders.values()]
     assert all(p.is_dir() and any(p.glob("*.parquet")) for p in kept), "replaced folders kept for rollback"
+
+
+@pytest.mark.parametrize("live", ["s3a://lake/features/events", "gs://lake/features/events"])
+def test_parquet_on_an_object_store_is_refused_in_one_line(
+    live: str, tmp_path: Path, warehouse: Path, spark: Any
+) -> None:
+    """A rename on an object store is a copy and a delete per object, and there are no locks:
+    the folder log cannot keep its promises there. The refusal names the table and the way out,
+    before anything is written (the state store keeps no run)."""
+    make = factory("parquet", tmp_path, warehouse, spark)
+    bf = make(seed_live=False, live_table=live)
+    cfg = str(bf.config_path)  # type: ignore[attr-defined]
+    result = CliRunner().invoke(app, ["run", cfg, "--start", START, "--end", START])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines() == [
+        f"error: Parquet table {live!r}: Parquet tables on object storage are not supported (their switch needs "
+        "a file system's atomic rename and locks); keep the table on a local or mounted file system, "
+        "or use Iceberg or Delta"
+    ]
+    assert bf.status_rows() == []

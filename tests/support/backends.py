@@ -95,11 +95,10 @@ class IcebergClassic(Backend):
     def alias(self, bf: Backfill) -> str:
         """The same table through a second catalog over the same warehouse."""
         spark = bf.spark
-        for k, v in {
-            "": "org.apache.iceberg.spark.SparkCatalog",
-            ".type": "hadoop",
-            ".warehouse": spark.conf.get(f"spark.sql.catalog.{self.catalog}.warehouse"),
-        }.items():
+        same = {
+            k: spark.conf.get(f"spark.sql.catalog.{self.catalog}{k}", None) for k in (".type", ".uri", ".warehouse")
+        }
+        for k, v in {"": "org.apache.iceberg.spark.SparkCatalog", **{k: v for k, v in same.items() if v}}.items():
             spark.conf.set(f"spark.sql.catalog.other{k}", v)
         return "other." + bf.live_table.split(".", 1)[1]
 
@@ -138,6 +137,18 @@ class IcebergS3(IcebergClassic):
     files are objects, read here through the store's own S3 API, not Spark."""
 
     catalog = S3_CATALOG
+
+    def alias(self, bf: Backfill) -> str:
+        """The same table registered under a second name of the catalog (its current metadata
+        file): a JDBC catalog keeps its tables under its own name, so a second catalog over the
+        same database would not see them."""
+        live = bf.live_table
+        ns = live.split(".")[1]
+        entries = bf.spark.table(f"{live}.metadata_log_entries").orderBy("timestamp", ascending=False)
+        metadata = entries.first()["file"]  # type: ignore[index]
+        alias = f"{ns}.events_alias"
+        bf.spark.sql(f"CALL {self.catalog}.system.register_table(table => '{alias}', metadata_file => '{metadata}')")
+        return f"{self.catalog}.{alias}"
 
     def location(self, bf: Backfill, table: str) -> Path:
         _, *parts = table.split(".")
