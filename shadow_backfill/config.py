@@ -97,7 +97,8 @@ class SparkSpec(_Strict):
     catalog: str = "local"
     """Iceberg catalog name (a Hadoop catalog in the warehouse unless conf says otherwise)."""
     jars_dir: Path | None = None
-    """A folder of jars (Iceberg or Delta runtime) used instead of the ones fetched from Maven Central."""
+    """A folder of jars (the Iceberg or Delta runtime, and for s3a `hadoop-aws` and its AWS SDK
+    bundle) used instead of the ones fetched from Maven Central."""
     conf: dict[str, str] = Field(default_factory=dict)
     """Spark settings, passed to the session as they are (catalogs, extensions, shuffle partitions)."""
 
@@ -603,6 +604,9 @@ def load_config(path: str | Path) -> BackfillConfig:
 # The last part of a Spark setting's name that says its value is a secret: `fs.s3a.secret.key`,
 # `spark.ssl.keyPassword`, a catalog's `token` or `credential`.
 _SECRET_SETTING = re.compile(r"secret|password|passwd|pwd|token|credential|^key$", re.IGNORECASE)
+# A secret whose setting name ends with something else: ADLS's account key is
+# `fs.azure.account.key.<account>.dfs.core.windows.net`.
+_SECRET_INSIDE = re.compile(r"\.account\.key\.", re.IGNORECASE)
 
 
 def secret_settings(conf: dict[str, str]) -> list[str]:
@@ -613,5 +617,7 @@ def secret_settings(conf: dict[str, str]) -> list[str]:
     return [
         v
         for k, v in conf.items()
-        if _SECRET_SETTING.search(k.rsplit(".", 1)[-1]) and v.lower() not in ("true", "false") and not v.isdigit()
+        if (_SECRET_SETTING.search(k.rsplit(".", 1)[-1]) or _SECRET_INSIDE.search(k))
+        and v.lower() not in ("true", "false")
+        and not v.isdigit()
     ]

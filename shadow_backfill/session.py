@@ -92,8 +92,9 @@ _MASTER = re.compile(
 
 
 # Settings whose value is a comma-separated list both the tool and the user add to: the user's
-# entries join the tool's. An S3 user lists hadoop-aws in spark.jars.packages; replacing the
-# tool's list would drop the format runtime, and the first start would fail without naming it.
+# entries join the tool's. A user lists extra packages there (a catalog's JDBC driver, GCS's
+# connector); replacing the tool's list would drop the format runtime, and the first start would
+# fail without naming it.
 LIST_SETTINGS = ("spark.jars.packages", "spark.jars", "spark.sql.extensions")
 # A runtime's artifact without its Spark and Scala suffixes: iceberg-spark-runtime-3.5_2.12 and
 # delta-spark_4.1_2.13 name the same runtimes as any other version of them.
@@ -139,15 +140,20 @@ S3A_SCHEME, S3A_SETTINGS = "s3a://", "spark.hadoop.fs.s3a."
 def uses_s3a(config: BackfillConfig) -> bool:
     """Whether the config puts a table, a catalog's warehouse or a connector setting on s3a."""
     places = [config.live_table, config.shadow_table or "", *config.spark.conf.values()]
-    return any(p.startswith(S3A_SCHEME) for p in places) or any(k.startswith(S3A_SETTINGS) for k in config.spark.conf)
+    return any(p.lower().startswith(S3A_SCHEME) for p in places) or any(
+        k.startswith(S3A_SETTINGS) for k in config.spark.conf
+    )
 
 
 def object_store_conf(config: BackfillConfig, conf: Mapping[str, str]) -> dict[str, str]:
     """Hadoop's S3 connector of this Spark line joined to the format runtime Spark fetches, when
     the config uses s3a: an S3 user would otherwise have to find the one hadoop-aws version that
-    fits PySpark's Hadoop. Nothing is added where the jars come from `spark.jars_dir` (offline:
-    the folder holds the connector too) or the session is not fetching runtimes."""
-    if not uses_s3a(config) or "spark.jars.packages" not in conf:
+    fits PySpark's Hadoop. Only on local masters, where that Hadoop is pip PySpark's: a cluster
+    (YARN, Kubernetes, standalone) may run another Hadoop, whose connector the user lists. Nothing
+    is added where the jars come from `spark.jars_dir` (offline: the folder holds the connector
+    too) or the session is not fetching runtimes."""
+    local = config.spark.master.startswith("local")
+    if not local or not uses_s3a(config) or "spark.jars.packages" not in conf:
         return {}
     return {"spark.jars.packages": f"{conf['spark.jars.packages']},{spark_line().hadoop_aws}"}
 

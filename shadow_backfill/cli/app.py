@@ -28,7 +28,6 @@ from shadow_backfill.cli.render import (
 from shadow_backfill.config import load_config
 from shadow_backfill.errors import UsageError
 from shadow_backfill.formats import FORMATS, format_names
-from shadow_backfill.state.store import shown_url
 
 if TYPE_CHECKING:
     from shadow_backfill.api import Backfill
@@ -114,6 +113,8 @@ def status(
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
         return
+    from shadow_backfill.state.store import shown_url  # SQLAlchemy: not for every command's start
+
     out.print(status_table(bf.shadow_table, rows))
     # Where the record lives: the default SQLite file is local even when the tables are on a
     # bucket, and a second machine running the same config keeps a record of its own.

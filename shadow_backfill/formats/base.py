@@ -200,7 +200,8 @@ class TableFormat(ABC):
         table by path cannot be dropped again without listing and deleting objects. A name that
         resolves into the source's storage is refused right after creation, before any data is
         written (a new named table's location is only known once it exists)."""
-        self.check_distinct(source, target)
+        if "/" in target or "://" in target:
+            self.check_distinct(source, target)
         self.create(target, schema or self.schema(source), self.partition_columns(source))
         try:
             self.check_distinct(source, target)

