@@ -201,8 +201,9 @@ STATIC = [
 @nox.session(python=False)
 def tests(session: nox.Session) -> None:
     """Both lines, every group, and the static checks (ruff, mypy), in two lanes (what CI runs;
-    lane 1 about 2,400 s and lane 2 about 2,100 s on the slow day below, the S3 group paired). Seconds of each group when paired, measured in a fresh-clone CI run on
-    a slow day: 4.1 e2e classic about 1,500, 4.1 Connect 830, 3.5 classic 700, 4.1 Sail 400, 4.1
+    lane 1 about 2,400 s and lane 2 about 2,100 s on the slow day below, the S3 group paired).
+    Seconds of each group when paired, measured in a fresh-clone CI run on a slow day: 4.1 e2e
+    classic about 1,500, 4.1 Connect 830, 3.5 classic 700, 4.1 Sail 400, 4.1
     format tier classic 350, cluster 90; the S3 group about 400 alone. The 4.1 venv's install
     runs beside the 3.5 classic group; the 4.1 classic group starts while the 3.5 one runs (they
     resolve their runtimes in different Ivy caches, Spark 3.5's and 4.x's), and the groups that
