@@ -24,6 +24,7 @@ from pydantic import (
 
 from shadow_backfill.errors import ConfigError, keep_secret
 from shadow_backfill.formats import FORMATS, spec
+from shadow_backfill.widening import is_type_name, normalize
 
 _COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # A real config is a few KiB and five levels deep. The bounds keep a wrong or hostile file (a log
@@ -231,6 +232,41 @@ class ColumnThresholds(ColumnBounds):
 class ExpectedChange(ColumnBounds):
     """A column the logic change is meant to alter: judged only by the bounds given here."""
 
+    null_rate: Threshold | None = None
+    """Added columns only (`expected_schema_changes.added`): the share of null rows in shadow,
+    which has no live side to compare with."""
+
+
+class SchemaChanges(_Strict):
+    """The schema changes a logic change is meant to make (mirrors the report's `schema` block):
+    a declared change is not a `schema_change` warning, and promotion applies it to live."""
+
+    added: list[str] = Field(default_factory=list)
+    """New columns the logic change introduces: added to live (nullable) when promoted."""
+    removed: list[str] = Field(default_factory=list)
+    """Columns it no longer produces: live keeps them, and the promoted partitions hold null."""
+    retyped: dict[str, str] = Field(default_factory=dict)
+    """Widened types, column -> new type (int -> bigint, float -> double, decimal precision up);
+    a narrowing or another change of type is refused before any work."""
+
+    @field_validator("retyped")
+    @classmethod
+    def _types(cls, v: dict[str, str]) -> dict[str, str]:
+        unknown = {c: t for c, t in v.items() if not is_type_name(t)}
+        if unknown:
+            raise ValueError(f"not a column type Spark names: {unknown} (e.g. bigint, double, decimal(12,2))")
+        return {c: normalize(t) for c, t in v.items()}
+
+    @model_validator(mode="after")
+    def _once(self) -> SchemaChanges:
+        seen: dict[str, str] = {}
+        for kind, columns in (("added", self.added), ("removed", self.removed), ("retyped", list(self.retyped))):
+            for c in columns:
+                if c in seen:
+                    raise ValueError(f"column {c!r} is both {seen[c]} and {kind}")
+                seen[c] = kind
+        return self
+
 
 CHANGE_METRICS = (
     "mean_change",
@@ -309,7 +345,9 @@ class ValidationSpec(_Strict):
     """Changed values kept per partition, as evidence."""
     expected_changes: dict[str, ExpectedChange] = Field(default_factory=dict)
     """The change contract: the columns this logic change is meant to alter, each judged only by
-    the bounds given for it (needs `keys`)."""
+    the bounds given for it (needs `keys`). An added column may bound its `null_rate` here."""
+    expected_schema_changes: SchemaChanges = Field(default_factory=SchemaChanges)
+    """Columns the logic change adds, removes or widens (docs: guides, schema changes)."""
     unexpected_changes: Literal["fail", "warn", "ignore"] = "fail"
     """Under a change contract: what a compared column outside `expected_changes` that differs on
     a matched key does to the partition."""
@@ -318,10 +356,26 @@ class ValidationSpec(_Strict):
 
     @model_validator(mode="after")
     def _contract(self) -> ValidationSpec:
-        for c in self.expected_changes:
+        added = set(self.expected_schema_changes.added)
+        for c, bounds in self.expected_changes.items():
             if self.ignored(c):
                 raise ValueError(f"column {c!r} is in expected_changes and ignored under columns: pick one")
+            given = sorted(bounds.model_fields_set - {"null_rate"})
+            if c in added and given:
+                raise ValueError(
+                    f"expected_changes.{c}: an added column has no live values to compare with; "
+                    f"only null_rate applies (not {given})"
+                )
+            if c not in added and bounds.null_rate is not None:
+                raise ValueError(f"expected_changes.{c}.null_rate: only for columns in expected_schema_changes.added")
         return self
+
+    @property
+    def contract(self) -> dict[str, ExpectedChange]:
+        """The expected changes of columns both tables have: the change contract proper (an
+        added column's entry only bounds its null rate)."""
+        added = set(self.expected_schema_changes.added)
+        return {c: e for c, e in self.expected_changes.items() if c not in added}
 
     def column_override(self, metric: str, column: str | None) -> Any:
         """The bound set for this column (in expected_changes or columns), or None."""
@@ -429,8 +483,13 @@ class BackfillConfig(_Strict):
                     raise ValueError(problem)
         if self.shadow_table is not None and self.shadow_table == self.live_table:
             raise ValueError("shadow_table must differ from live_table")
-        if self.validation.expected_changes and not self.keys:
+        if self.validation.contract and not self.keys:
             raise ValueError("validation.expected_changes needs keys: equality is judged per matched key")
+        schema_changes = self.validation.expected_schema_changes
+        declared = {*schema_changes.added, *schema_changes.removed, *schema_changes.retyped}
+        taken = {self.partition.column, *self.keys} & declared
+        if taken:
+            raise ValueError(f"validation.expected_schema_changes: {sorted(taken)} is the partition column or a key")
         taken = {self.partition.column, *self.keys} & set(self.validation.expected_changes)
         if taken:
             raise ValueError(f"validation.expected_changes: {sorted(taken)} is the partition column or a key")

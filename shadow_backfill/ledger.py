@@ -21,6 +21,7 @@ from pyspark.sql import DataFrame
 
 from shadow_backfill.errors import RefusedError
 from shadow_backfill.formats.base import PARTITIONS_PROPERTY, Commit, LiveChangedError, TableFormat, Written
+from shadow_backfill.schema import conform
 from shadow_backfill.state import PROMOTE, PromotionRecord, StateStore, current_user, lock_owner, utcnow
 
 KIND = "shadow-backfill.kind"
@@ -176,5 +177,5 @@ def write_and_record(
 
 def _restore_lost(fmt: TableFormat, rec: PromotionRecord, written: Written, keys: list[str]) -> int:
     """Put `keys` back as they were right before our commit, which held the other writer's data."""
-    df = fmt.read_partitions(rec.live_table, keys, written.parent)
+    df = conform(fmt.read_partitions(rec.live_table, keys, written.parent), fmt.schema(rec.live_table))
     return fmt.overwrite_partitions(rec.live_table, df, keys, {RESTORES_FOR: rec.id})

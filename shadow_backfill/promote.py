@@ -14,16 +14,17 @@ from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
 
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType
 
-from shadow_backfill.config import BackfillConfig
+from shadow_backfill.config import BackfillConfig, SchemaChanges
 from shadow_backfill.document import MetricsDoc
 from shadow_backfill.errors import RefusedError, TableNotFoundError, UsageError
 from shadow_backfill.formats.base import PARTITIONS_PROPERTY, Commit, LiveChangedError, TableFormat
 from shadow_backfill.ledger import live_partition_locks, new_id, reconcile, write_and_record
 from shadow_backfill.partitions import PartitionScheme
-from shadow_backfill.schema import diff_schemas
+from shadow_backfill.schema import SchemaDiff, conform, diff_schemas
 from shadow_backfill.state import PROMOTE, PromotionRecord, StateStore, VerdictRecord
 from shadow_backfill.vocabulary import CheckStatus
 
@@ -220,6 +221,44 @@ class Promoter:
         with self.fmt.pinned(self.config.shadow):
             return self._commit_pinned(promotion_id, plan)
 
+    def _evolve_live(self, shadow: StructType, live: StructType) -> StructType:
+        """Live's schema made ready for the promoted rows: the declared added columns are added
+        to live (nullable) before the data commit; a column declared removed stays in live and
+        the promoted rows hold null in it. Any other difference refuses the promotion, before
+        anything is written."""
+        cfg = self.config
+        declared = cfg.validation.expected_schema_changes
+        problems = _undeclared(shadow, live, declared)
+        if not problems.same:
+            widened = [c for c, _, _ in problems.retyped if c in declared.retyped]
+            hint = (
+                f"promotion does not widen live's column types yet ({widened}): alter live's type first"
+                if widened
+                else "declare the change in validation.expected_schema_changes and validate again"
+            )
+            raise RefusedError(
+                f"cannot promote {cfg.shadow} into {cfg.live_table}: its schema differs "
+                f"({'; '.join(problems.problems('columns live does not have'))}); {hint}"
+            )
+        have = set(live.fieldNames())
+        new = [StructField(f.name, f.dataType, True) for f in shadow.fields if f.name not in have]
+        if not new:
+            return live
+        names = [f.name for f in new]
+        try:
+            self.fmt.add_columns(cfg.live_table, new)
+        except PySparkException as exc:  # an engine without the schema change (Sail on Delta)
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise RefusedError(
+                f"cannot add columns {names} to {cfg.live_table}: {detail}; nothing was promoted "
+                "(add them to live with ALTER TABLE on Spark, then promote again)"
+            ) from None
+        evolved = self.fmt.schema(cfg.live_table)
+        if missing := [c for c in names if c not in evolved.fieldNames()]:
+            # an engine that ignored the change would drop the new values from the write
+            raise RefusedError(f"live table {cfg.live_table} did not take the columns {missing}; nothing was promoted")
+        return evolved
+
     def _commit_pinned(self, promotion_id: str, plan: PromotionPlan) -> PromotionRecord:
         cfg = self.config
         live_schema = self.fmt.schema(cfg.live_table)
@@ -228,7 +267,7 @@ class Promoter:
             for version, ks in _group_by_value(plan.shadow_versions).items()
         ]
         shadow = reduce(DataFrame.unionByName, frames)
-        _check_promotable_schema(shadow, live_schema, cfg.shadow, cfg.live_table)
+        live_schema = self._evolve_live(shadow.schema, live_schema)
         rec = PromotionRecord.promotion(
             promotion_id,
             live_table=cfg.live_table,
@@ -242,7 +281,7 @@ class Promoter:
         )
         if self.before_commit is not None:
             self.before_commit(plan)
-        rec, lost = write_and_record(self.fmt, self.store, rec, shadow.select(*live_schema.fieldNames()))
+        rec, lost = write_and_record(self.fmt, self.store, rec, conform(shadow, live_schema))
         for k, commit in lost.items():
             plan.refused[k] = _changed_reason("live", commit)
             plan.shadow_versions.pop(k, None)
@@ -267,13 +306,15 @@ def _group_by_value(d: dict[str, int]) -> dict[int, list[str]]:
     return out
 
 
-def _check_promotable_schema(shadow: DataFrame, live_schema: StructType, shadow_name: str, live_name: str) -> None:
-    diff = diff_schemas(shadow.schema, live_schema)
-    if not diff.same:
-        raise RefusedError(
-            f"cannot promote {shadow_name} into {live_name}: its schema differs "
-            f"({'; '.join(diff.problems('columns live does not have'))}); evolve the live table's schema first"
-        )
+def _undeclared(shadow: StructType, live: StructType, declared: SchemaChanges) -> SchemaDiff:
+    """How shadow's schema differs from live's beyond what the config declares. A declared
+    retype is left in: promotion does not widen live's column types (yet)."""
+    diff = diff_schemas(shadow, live)
+    return SchemaDiff(
+        missing=[c for c in diff.missing if c not in declared.removed],
+        extra=[c for c in diff.extra if c not in declared.added],
+        retyped=diff.retyped,
+    )
 
 
 def _rows(metrics: MetricsDoc) -> dict[str, int]:

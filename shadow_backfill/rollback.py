@@ -18,6 +18,7 @@ from shadow_backfill.errors import RefusedError, UsageError
 from shadow_backfill.formats.base import LiveChangedError, TableFormat
 from shadow_backfill.ledger import live_partition_locks, new_id, reconcile, write_and_record
 from shadow_backfill.partitions import PartitionScheme
+from shadow_backfill.schema import conform
 from shadow_backfill.state import ROLLBACK, PromotionRecord, StateStore
 
 
@@ -109,6 +110,8 @@ class Rollback:
         df: DataFrame = (
             self.fmt.read(live).limit(0) if version is None else self.fmt.read_partitions(live, keys, version)
         )
+        # A version from before a promotion added columns: they are kept, and the rows hold null.
+        df = conform(df, self.fmt.schema(live))
         rec = PromotionRecord.rollback(
             rollback_id,
             live_table=live,

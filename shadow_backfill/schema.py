@@ -4,8 +4,17 @@ live before promotion, and the validation gate's schema diff all ask the same qu
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
+
+from shadow_backfill.errors import ConfigError
+from shadow_backfill.widening import widening_problem
+
+if TYPE_CHECKING:
+    from shadow_backfill.config import BackfillConfig
 
 
 @dataclass(frozen=True)
@@ -43,4 +52,38 @@ def diff_schemas(have: StructType, want: StructType, ignore: set[str] | frozense
         missing=[c for c in w if c not in h],
         extra=[c for c in h if c not in w],
         retyped=[(c, w[c].simpleString(), h[c].simpleString()) for c in w if c in h and h[c] != w[c]],
+    )
+
+
+def check_declared_changes(config: BackfillConfig, live: StructType) -> None:
+    """Refuse, before any work, declared schema changes that cannot apply to live: a retype must
+    widen live's type, and a removed or retyped column must be one of live's."""
+    declared = config.validation.expected_schema_changes
+    types = {f.name: f.dataType.simpleString() for f in live.fields}
+    where = "validation.expected_schema_changes"
+    for kind, columns in (("removed", declared.removed), ("retyped", list(declared.retyped))):
+        unknown = [c for c in columns if c not in types]
+        if unknown:
+            raise ConfigError(
+                f"{where}.{kind}: {unknown} is not a column of live table {config.live_table} "
+                f"(its columns: {', '.join(types)})"
+            )
+    for column, new in declared.retyped.items():
+        if (why := widening_problem(types[column], new)) is not None:
+            raise ConfigError(
+                f"{where}.retyped: {column} {types[column]} -> {new} would lose or change values ({why}); "
+                "only widening retypes can be promoted"
+            )
+
+
+def conform(df: DataFrame, schema: StructType) -> DataFrame:
+    """`df` as rows of `schema`: its columns in that order, a column `df` lacks as typed nulls
+    (a declared removed column, or a column added to live after `df`'s version was written).
+    `df` itself when it has exactly those columns in that order: a format may have marked the
+    frame it returned (Parquet restores a version's folders by pointing at them, not copying)."""
+    if df.columns == schema.fieldNames():
+        return df
+    have = set(df.columns)
+    return df.select(
+        *[F.col(f.name) if f.name in have else F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields]
     )

@@ -96,6 +96,13 @@ def with_extra_column(spark: SparkSession, partitions: list[dt.date]) -> DataFra
     return events(spark, partitions).withColumn("extra", F.lit(1))
 
 
+def with_plane_year(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    """A logic change that adds a column (`plane_year`, null on one id in five) and leaves every
+    other column as live has it, except on DRIFT_DAY, broken as in drift_on_one_day."""
+    year = F.when(F.col("id") % 5 == 4, F.lit(None)).otherwise((F.abs(F.xxhash64("id")) % 30 + 1990).cast("int"))
+    return drift_on_one_day(spark, partitions).withColumn("plane_year", year)
+
+
 def nudged_with_one_bad_day(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
     """Every amount moves a little (passes validation, but visibly differs from live), and
     DRIFT_DAY is broken as in drift_on_one_day."""

@@ -17,12 +17,12 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType
 
 from shadow_backfill.errors import ConfigError, RefusedError, SessionError
 from shadow_backfill.formats.locations import inside
 from shadow_backfill.formats.settings import SessionSettings
-from shadow_backfill.partitions import PartitionScheme
+from shadow_backfill.partitions import PartitionScheme, quote_identifier
 
 COMMIT_ID_PROPERTY = "shadow-backfill.commit-id"
 PARTITIONS_PROPERTY = "shadow-backfill.partitions"
@@ -299,6 +299,18 @@ class TableFormat(ABC):
     @abstractmethod
     def append(self, table: str, df: DataFrame) -> None:
         """Append rows in one commit, as any other writer of the table would."""
+
+    def add_columns(self, table: str, fields: Sequence[StructField]) -> None:
+        """Add nullable columns to `table` ahead of a promotion whose rows carry them. A change of
+        metadata only, no data file written: until the promotion's own commit, every reader sees
+        the new columns as null, as the partitions it does not promote keep them."""
+        columns = ", ".join(f"{quote_identifier(f.name)} {f.dataType.simpleString()}" for f in fields)
+        self.spark.sql(f"ALTER TABLE {self.sql_table(table)} ADD COLUMNS ({columns})")
+        self.refresh(table)
+
+    def sql_table(self, table: str) -> str:
+        """How SQL names `table` (a catalog name, each part quoted)."""
+        return ".".join(quote_identifier(part) for part in table.split("."))
 
     # ---- identity ----------------------------------------------------------------------------
 

@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType
 
 from shadow_backfill.errors import ConfigError
 from shadow_backfill.formats.base import (
@@ -302,6 +303,24 @@ class DeltaFormat(TableFormat):
 
     def append(self, table: str, df: DataFrame) -> None:
         df.write.format("delta").mode("append").save(self.path(table))
+
+    def add_columns(self, table: str, fields: Sequence[StructField]) -> None:
+        """By `ALTER TABLE ... ADD COLUMNS` (a metadata-only commit). Sail (0.7) has no such
+        statement and ignores `mergeSchema` (a write would drop the new values), so there the
+        metadata is committed by delta-rs, the Delta kernel Sail itself is built on (local paths)."""
+        try:
+            super().add_columns(table, fields)
+        except PySparkException:
+            log = _delta_log(self.path(table))
+            if log is None:
+                raise
+            from deltalake.schema import Field
+
+            log.alter.add_columns([Field.from_json(f.json()) for f in fields])
+            self.refresh(table)
+
+    def sql_table(self, table: str) -> str:
+        return _quoted(table) if self.is_name(table) else f"delta.`{self.path(table)}`"
 
     def _overwrite(
         self, table: str, df: DataFrame, keys: Sequence[str], properties: Mapping[str, str], bound: Bound | None

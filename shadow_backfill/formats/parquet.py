@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType
 
 from shadow_backfill.errors import ConfigError, RefusedError
 from shadow_backfill.formats.base import (
@@ -319,6 +319,32 @@ class ParquetFormat(TableFormat):
             df.select(*self.spark.table(table).columns).write.insertInto(table)
             return
         df.write.mode("append").partitionBy(*latest.partition_columns).parquet(self.path(table))
+
+    def add_columns(self, table: str, fields: Sequence[StructField]) -> None:
+        """A version of its own in the folder log, with the wider schema and the same folders
+        (and, for a table by name, the metastore's schema first): files written before it have no
+        such column, and every read takes the log's schema, so they read as null there."""
+        if self.is_name(table):
+            super().add_columns(table, fields)
+        log = self._log(table)
+        with log.locked():
+            latest = _synced(log)
+            assert latest is not None
+            schema = StructType.fromJson(json.loads(latest.schema))
+            wider = StructType([*schema.fields, *fields])
+            log.commit(
+                Version(
+                    latest.version + 1,
+                    now_ms(),
+                    "ADD COLUMNS",
+                    {},
+                    [],
+                    wider.json(),
+                    latest.partition_columns,
+                    latest.table_id,
+                    dict(latest.folders),
+                )
+            )
 
     def _overwrite(
         self, table: str, df: DataFrame, keys: Sequence[str], properties: Mapping[str, str], bound: Bound | None

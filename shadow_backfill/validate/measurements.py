@@ -21,6 +21,7 @@ class ColumnPlan:
     added: list[str]
     removed: list[str]
     retyped: list[tuple[str, str, str]]
+    shadow_types: dict[str, str] = field(default_factory=dict)  # every shadow column's simpleString
 
 
 @dataclass(frozen=True)

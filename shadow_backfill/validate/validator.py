@@ -18,6 +18,7 @@ from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import ConfigError, TableNotFoundError, UsageError
 from shadow_backfill.formats.base import TableFormat
 from shadow_backfill.partitions import PartitionScheme
+from shadow_backfill.schema import check_declared_changes
 from shadow_backfill.state import StateStore, VerdictRecord
 from shadow_backfill.validate.expectations import (
     evaluate_fast,
@@ -87,12 +88,9 @@ class Validator:
         live_version = self.fmt.current_version(cfg.live_table)
         shadow_all = self.fmt.read(cfg.shadow, shadow_version)
         check_columns(suites, shadow_all.schema.fieldNames())
-        self._check_keys(
-            {
-                cfg.shadow: shadow_all.schema.fieldNames(),
-                cfg.live_table: self.fmt.read(cfg.live_table, live_version).schema.fieldNames(),
-            }
-        )
+        live_schema = self.fmt.read(cfg.live_table, live_version).schema
+        check_declared_changes(cfg, live_schema)
+        self._check_keys({cfg.shadow: shadow_all.schema.fieldNames(), cfg.live_table: live_schema.fieldNames()})
 
         records = self.store.records(cfg.shadow, keys)
         written = [k for k in keys if k in records and records[k].status == PartitionStatus.WRITTEN]
@@ -173,7 +171,7 @@ class Validator:
     def _check_contract(self, compared: list[str]) -> None:
         """An expected change must name a column both tables have with the same type; a typo
         would otherwise hold the intended column to equality and fail every partition."""
-        unknown = [c for c in self.config.validation.expected_changes if c not in compared]
+        unknown = [c for c in self.config.validation.contract if c not in compared]
         if unknown:
             raise ConfigError(
                 f"validation.expected_changes: {unknown} is not a column of both tables with the same type "
@@ -199,8 +197,9 @@ class Validator:
             unique_columns=[e.kwargs["column"] for e in unique],
             tolerance=(self.config.validation.tolerance.abs, self.config.validation.tolerance.rel),
             sample_rows=self.config.validation.sample_rows,
-            expected=list(self.config.validation.expected_changes),
+            expected=list(self.config.validation.contract),
             decile_every=decile_every,
+            declared_added=self.config.validation.expected_schema_changes.added,
         )
         self._check_contract(measurer.plan.compared)
         text_of = {k: self.scheme.column_text(k) for k in keys}

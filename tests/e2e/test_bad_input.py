@@ -165,6 +165,22 @@ CASES = [
         "partition.column 'day' is not a column of live table {live} (its columns: id, amount, cat, ds)",
         edit={"partition": {"column": "day"}},
     ),
+    # declared schema changes that cannot apply to live
+    Case(
+        "narrowing retype declared",
+        [*RUN, "--start", START, "--end", END],
+        2,
+        "validation.expected_schema_changes.retyped: amount double -> float would lose or change values",
+        edit={"validation": {"expected_schema_changes": {"retyped": {"amount": "float"}}}},
+    ),
+    Case(
+        "removed column live does not have",
+        ["validate", "{cfg}"],
+        2,
+        "validation.expected_schema_changes.removed: ['ghost'] is not a column of live table {live}",
+        stage="recomputed",
+        edit={"validation": {"expected_schema_changes": {"removed": ["ghost"]}}},
+    ),
     # transforms that misbehave
     Case(
         "transform raises",

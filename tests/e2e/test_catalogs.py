@@ -6,7 +6,8 @@ test session's Hive metastore (Spark's embedded Hive 2.3 over Derby, `support.me
 and Iceberg tables in a REST catalog (`rest`: Iceberg's own REST catalog server from its test
 fixtures, on loopback, `conftest.rest_catalog` fixture). The whole loop runs on each: seed by name,
 recompute into a shadow created by name in the same catalog and namespace, validate, promote,
-roll back, and the catalog itself (plain `spark.table(name)`) sees every commit.
+roll back, and the catalog itself (plain `spark.table(name)`) sees every commit. The change
+adds a column (declared), so each catalog also shows the schema change a promotion makes.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ CATALOGS = {
 
 @pytest.fixture(params=list(CATALOGS))
 def named(request: pytest.FixtureRequest, spark: Any, tmp_path: Path, warehouse: Path) -> Backfill:
-    """A seeded live table reached by name, recomputed with a change that fails on DRIFT."""
+    """A seeded live table reached by name, recomputed with a change that adds a column (declared)
+    and fails on DRIFT."""
     fmt, live, ddl = CATALOGS[request.param]
     conf = {**TEST_CONF, **metastore_conf(warehouse)}
     if request.param == "iceberg-rest":
@@ -55,8 +57,8 @@ def named(request: pytest.FixtureRequest, spark: Any, tmp_path: Path, warehouse:
     return make(
         live_table=live.format(ns=ns),
         spark={"conf": conf},
-        transform={"function": "sb_test_transforms:drift_on_one_day"},
-        validation=QUIET,
+        transform={"function": "sb_test_transforms:with_plane_year"},
+        validation={**QUIET, "expected_schema_changes": {"added": ["plane_year"]}},
         **({"run": {"max_parallel": 1}} if request.param in ONE_WRITER else {}),
     )
 
@@ -88,7 +90,9 @@ def test_backfill_promote_and_roll_back_a_table_in_a_catalog(named: Backfill) ->
 
     _, rec = bf.promote()
     assert rec is not None and DRIFT not in rec.partitions and len(rec.partitions) == 9
+    # the catalog serves the new column: the promoted values, null where nothing was promoted
     _same(_by_name(bf, bf.live_table, rec.partitions), bf.read_shadow(rec.partitions))
+    before = before.withColumn("plane_year", F.lit(None).cast("int"))
     _same(_by_name(bf, bf.live_table, [DRIFT]), before.filter(F.col(bf.scheme.column) == bf.scheme.value(DRIFT)))
 
     bf.rollback(rec.id)

@@ -55,8 +55,9 @@ class FastMeasurer:
         sample_rows: int = 0,
         expected: Sequence[str] = (),
         decile_every: int = 1,
+        declared_added: Sequence[str] = (),
     ) -> None:
-        self.plan = plan_columns(shadow.schema, live.schema, partition, keys)
+        self.plan = plan_columns(shadow.schema, live.schema, partition, keys, declared_added)
         # Each row's partition: the column itself, or its period's name for a ranged column.
         value = F.col(partition) if partition_value is None else partition_value
         self.union = tag(shadow, "shadow", value).unionByName(tag(live, "live", value), allowMissingColumns=True)

@@ -20,19 +20,26 @@ from shadow_backfill.validate.measurements import ColumnPlan
 PARTITION_COLUMN, SHADOW_FLAG = "__sb_k", "__sb_shadow"
 
 
-def plan_columns(shadow: StructType, live: StructType, partition: str, keys: Sequence[str]) -> ColumnPlan:
+def plan_columns(
+    shadow: StructType, live: StructType, partition: str, keys: Sequence[str], declared_added: Sequence[str] = ()
+) -> ColumnPlan:
+    """`declared_added`: columns the logic change adds. One that live has too (a promotion of
+    other partitions added it there, null elsewhere) is still measured as added: live holds no
+    earlier value of it to compare with."""
     s = {f.name: f.dataType for f in shadow.fields}
     diff = diff_schemas(shadow, live)
     skip = {partition, *keys}
     retyped = {c for c, _, _ in diff.retyped}
-    same = [c for c in s if c not in skip and c not in diff.extra and c not in retyped]
+    added = [*diff.extra, *(c for c in declared_added if c in s and c not in diff.extra and c not in skip)]
+    same = [c for c in s if c not in skip and c not in added and c not in retyped]
     return ColumnPlan(
         numeric=[c for c in same if isinstance(s[c], NumericType)],
         categorical=[c for c in same if isinstance(s[c], (StringType, BooleanType))],
         compared=same,
-        added=diff.extra,
+        added=added,
         removed=diff.missing,
         retyped=[r for r in diff.retyped if r[0] not in skip],
+        shadow_types={c: t.simpleString() for c, t in s.items()},
     )
 
 

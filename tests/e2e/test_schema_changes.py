@@ -1,0 +1,55 @@
+"""A logic change that adds a column, declared in `validation.expected_schema_changes.added`,
+through the user's whole loop on every backend: calm partitions pass and the broken one
+fails, the new column is judged by the null-rate bound its author gave, promotion adds it to
+live with the promoted partitions' values (null in the others), and a rollback restores the
+data and keeps the column (null in the rolled-back rows)."""
+
+from __future__ import annotations
+
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from support import DRIFT, END, QUIET, START, MakeBackfill
+
+from shadow_backfill.vocabulary import CheckStatus
+
+DECLARED = {
+    **QUIET,
+    "expected_schema_changes": {"added": ["plane_year"]},
+    "expected_changes": {"plane_year": {"null_rate": {"warn": 0.3, "fail": 0.5}}},
+}
+
+
+def _same(a: DataFrame, b: DataFrame) -> None:
+    assert_df_equality(a, b, ignore_row_order=True, ignore_nullable=True, ignore_column_order=True)
+
+
+def test_a_declared_new_column_is_judged_promoted_and_rolled_back(make: MakeBackfill) -> None:
+    bf = make(transform={"function": "sb_test_transforms:with_plane_year"}, validation=DECLARED)
+    assert bf.run(START, END).ok
+    verdicts = {v.partition: v for v in bf.validate().verdicts}
+    assert verdicts.pop(DRIFT).verdict is CheckStatus.FAIL
+    assert {v.verdict for v in verdicts.values()} == {CheckStatus.PASS}, [v.reasons for v in verdicts.values()]
+    checks = {(c.name, c.column): c for c in next(iter(verdicts.values())).checks}
+    assert checks["schema_change", None].observed == [], "a declared column is no schema warning"
+    assert checks["expected_schema_change", None].status is CheckStatus.PASS
+    assert checks["null_rate", "plane_year"].observed == pytest.approx(0.2)
+
+    fmt, live = bf.table_format, bf.live_table
+    live_before, before = fmt.current_version(live), bf.read_live().collect()
+    drift_before = bf.read_live([DRIFT]).collect()
+    _, rec = bf.promote()
+    assert rec is not None and sorted(rec.partitions) == sorted(verdicts)
+    assert fmt.schema(live)["plane_year"].nullable
+    touching = fmt.commits_touching(live, live_before, [*sorted(verdicts), DRIFT])
+    assert [c.version for c, _ in touching] == [rec.live_version_after], "the column's addition touches no partition"
+    _same(bf.read_live(rec.partitions), bf.read_shadow(rec.partitions))
+    assert bf.read_live([DRIFT]).filter(F.col("plane_year").isNotNull()).count() == 0, "not promoted: null"
+    assert sorted(bf.read_live([DRIFT]).drop("plane_year").collect()) == sorted(drift_before)
+
+    bf.rollback(rec.id)
+    assert "plane_year" in fmt.schema(live).fieldNames(), "a rollback keeps the column"
+    after = bf.read_live()
+    assert after.filter(F.col("plane_year").isNotNull()).count() == 0
+    assert sorted(after.drop("plane_year").collect()) == sorted(before)
