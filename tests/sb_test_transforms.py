@@ -103,10 +103,22 @@ def with_plane_year(spark: SparkSession, partitions: list[dt.date]) -> DataFrame
     return drift_on_one_day(spark, partitions).withColumn("plane_year", year)
 
 
+def plane_year_instead_of_cat(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    """with_plane_year, and `cat` no longer produced (a column the logic change removes)."""
+    return with_plane_year(spark, partitions).drop("cat")
+
+
 def nudged_with_one_bad_day(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
     """Every amount moves a little (passes validation, but visibly differs from live), and
     DRIFT_DAY is broken as in drift_on_one_day."""
     return drift_on_one_day(spark, partitions).withColumn("amount", F.col("amount") + 0.5)
+
+
+def nudged_with_plane_year(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    """nudged_with_one_bad_day, and a new column (`plane_year`, as in with_plane_year): a
+    promotion of it changes live's schema and data."""
+    year = F.when(F.col("id") % 5 == 4, F.lit(None)).otherwise((F.abs(F.xxhash64("id")) % 30 + 1990).cast("int"))
+    return nudged_with_one_bad_day(spark, partitions).withColumn("plane_year", year)
 
 
 def boom(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:

@@ -43,6 +43,7 @@ import connect_server
 import pytest
 import sb_test_transforms as t
 from chispa import DataFramesNotEqualError, SchemasNotEqualError, assert_df_equality
+from pyspark.sql import functions as F
 from support import END, QUIET, START, Backend, MakeBackfill, killable_cli_env, state_count
 from support.settings import CONNECT
 
@@ -74,6 +75,13 @@ SETTLE_S = 1.0  # how long a Connect server must stay idle before a killed promo
 # promotion holds its locks, read from the run's state store.
 WRITTEN = "SELECT CASE WHEN sum(status IN ('running', 'written')) > 0 THEN sum(status = 'written') END FROM partitions"
 PROMOTING = "SELECT count(*) FROM locks WHERE resource LIKE 'promote:%'"
+# The promotion trials promote a logic change that adds a declared column, so a kill can also
+# land between the column's addition and the data commit (docs: guides, schema changes).
+NEW_COLUMN = "plane_year"
+ADDS_A_COLUMN = {**QUIET, "expected_schema_changes": {"added": [NEW_COLUMN]}}
+# The column's addition is a commit of its own in each backend's log, then the data commit: the
+# promotion's commit, which a point from 1 on is timed after, is the second.
+PROMOTION_COMMITS = 2
 
 
 def _cli(bf: Any, *args: str) -> subprocess.Popen[bytes]:
@@ -221,13 +229,15 @@ def test_killed_promotion_is_all_or_nothing(make: MakeBackfill, backend: Backend
     # a Connect server runs a killed client's promotion to its end: no side is owed there
     extra = 0 if backend.server_outlives_client else EXTRA_PROMOTE_TRIALS
     while (trial := trial + 1) < trials or (not _both_sides(outcomes) and trial < trials + extra):
-        bf = make(transform={"function": "sb_test_transforms:nudged_with_one_bad_day"}, validation=QUIET)
+        bf = make(transform={"function": "sb_test_transforms:nudged_with_plane_year"}, validation=ADDS_A_COLUMN)
         bf.run(START, END)
         bf.validate()
         passing = [k for k in bf.scheme.expand(START, END) if k != "2024-01-05"]
+        columns = bf.read_live().columns
         before = sorted(bf.read_live().collect())
-        shadow_rows = sorted(bf.read_shadow(passing).collect())
-        assert shadow_rows != sorted(bf.read_live(passing).collect()), "promotion must visibly change live"
+        shadow_rows = _sorted_rows(bf.read_shadow(passing))
+        changed = _sorted_rows(bf.read_shadow(passing).drop(NEW_COLUMN)) != _sorted_rows(bf.read_live(passing))
+        assert changed, "promotion must visibly change live's data, not only its schema"
         point = _aimed(next(points), trial, outcomes, lock_to_commit)
         db = bf.config.state_url.removeprefix("sqlite:///")
         live_commits = functools.partial(backend.commits, bf, bf.live_table)
@@ -236,7 +246,7 @@ def test_killed_promotion_is_all_or_nothing(make: MakeBackfill, backend: Backend
         if backend.server_outlives_client:
             _settle(live_commits)
         backend.refresh(bf)
-        state = "before" if sorted(bf.read_live().collect()) == before else "after"
+        state = "before" if sorted(bf.read_live().select(*columns).collect()) == before else "after"
         outcomes.append(
             _outcome(
                 _promotion_checks,
@@ -308,7 +318,7 @@ def _kill_in_promotion(
     if point < 1.0:
         assert lock_to_commit is not None, "a point before the commit needs a lock-to-commit time"
         return _kill_after(proc, point * lock_to_commit), None
-    committed = _wait_for(proc, lambda: commits() > committed_before)
+    committed = _wait_for(proc, lambda: commits() >= committed_before + PROMOTION_COMMITS)
     if committed is None:
         return "finished before the kill", None
     return _kill_after(proc, (point - 1.0) * COMMIT_GAP_S), committed - locked
@@ -322,12 +332,23 @@ def _both_sides(outcomes: list[dict[str, Any]]) -> bool:
     )
 
 
+def _sorted_rows(df: Any) -> list[Any]:
+    """The rows, columns by name (an engine may place a column added later before the
+    partition column), in a stable order."""
+    return sorted(df.select(*sorted(df.columns)).collect())
+
+
 def _promotion_checks(bf: Any, state: str, passing: list[str], shadow_rows: list[Any]) -> dict[str, bool]:
     """After a kill live is wholly before or wholly after, the audit trail agrees, and promoting
-    again finishes the job exactly once."""
+    again finishes the job exactly once. The promotion adds a column first: killed before its
+    data commit, live may have the column, null in every row."""
     checks: dict[str, bool] = {}
     if state == "after":
-        checks["live not half-written"] = sorted(bf.read_live(passing).collect()) == shadow_rows
+        checks["live not half-written"] = _sorted_rows(bf.read_live(passing)) == shadow_rows
+    elif NEW_COLUMN in bf.read_live().columns:
+        checks["the new column, added before the kill, is null"] = (
+            bf.read_live().filter(F.col(NEW_COLUMN).isNotNull()).count() == 0
+        )
     history = bf.history()  # reconciles a commit whose audit row the kill prevented
     expected = 1 if state == "after" else 0
     checks[f"history matches live {state} ({len(history)} promotion(s))"] = len(history) == expected
@@ -336,6 +357,6 @@ def _promotion_checks(bf: Any, state: str, passing: list[str], shadow_rows: list
         checks["not applied twice"] = rec is None
     else:
         checks["rerun promotes every passing partition"] = rec is not None and sorted(rec.partitions) == passing
-    checks["live holds the shadow rows"] = sorted(bf.read_live(passing).collect()) == shadow_rows
+    checks["live holds the shadow rows"] = _sorted_rows(bf.read_live(passing)) == shadow_rows
     checks["exactly one promotion recorded"] = len(bf.history()) == 1
     return checks

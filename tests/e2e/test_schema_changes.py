@@ -1,8 +1,9 @@
-"""A logic change that adds a column, declared in `validation.expected_schema_changes.added`,
-through the user's whole loop on every backend: calm partitions pass and the broken one
-fails, the new column is judged by the null-rate bound its author gave, promotion adds it to
-live with the promoted partitions' values (null in the others), and a rollback restores the
-data and keeps the column (null in the rolled-back rows)."""
+"""A logic change that adds a column and stops producing another, declared in
+`validation.expected_schema_changes`, through the user's whole loop on every backend: calm
+partitions pass and the broken one fails, the new column is judged by the null-rate bound its
+author gave, promotion adds it to live with the promoted partitions' values (null in the
+others) and keeps the removed one (null in the promoted partitions, every other value kept),
+and a rollback restores the data and keeps the new column (null in the rolled-back rows)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from shadow_backfill.vocabulary import CheckStatus
 
 DECLARED = {
     **QUIET,
-    "expected_schema_changes": {"added": ["plane_year"]},
+    "expected_schema_changes": {"added": ["plane_year"], "removed": ["cat"]},
     "expected_changes": {"plane_year": {"null_rate": {"warn": 0.3, "fail": 0.5}}},
 }
 
@@ -26,7 +27,7 @@ def _same(a: DataFrame, b: DataFrame) -> None:
 
 
 def test_a_declared_new_column_is_judged_promoted_and_rolled_back(make: MakeBackfill) -> None:
-    bf = make(transform={"function": "sb_test_transforms:with_plane_year"}, validation=DECLARED)
+    bf = make(transform={"function": "sb_test_transforms:plane_year_instead_of_cat"}, validation=DECLARED)
     assert bf.run(START, END).ok
     verdicts = {v.partition: v for v in bf.validate().verdicts}
     assert verdicts.pop(DRIFT).verdict is CheckStatus.FAIL
@@ -44,7 +45,9 @@ def test_a_declared_new_column_is_judged_promoted_and_rolled_back(make: MakeBack
     assert fmt.schema(live)["plane_year"].nullable
     touching = fmt.commits_touching(live, live_before, [*sorted(verdicts), DRIFT])
     assert [c.version for c, _ in touching] == [rec.live_version_after], "the column's addition touches no partition"
-    _same(bf.read_live(rec.partitions), bf.read_shadow(rec.partitions))
+    promoted = bf.read_live(rec.partitions)
+    assert promoted.filter(F.col("cat").isNotNull()).count() == 0, "a removed column holds null where promoted"
+    _same(promoted.drop("cat"), bf.read_shadow(rec.partitions))
     assert bf.read_live([DRIFT]).filter(F.col("plane_year").isNotNull()).count() == 0, "not promoted: null"
     assert sorted(bf.read_live([DRIFT]).drop("plane_year").collect()) == sorted(drift_before)
 
