@@ -21,10 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shadow_backfill.vocabulary import CheckStatus
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # The fields each schema_version published (`fields_digest`): a test fails when a field is added,
 # removed or made required under a version already published (tests/unit/test_report_schema.py).
-SCHEMA_DIGESTS = {2: "3ec8c85a6cf7219e26ce0dfd4f890433fea9e96870ad981db2e9d2c7a462903f"}
+SCHEMA_DIGESTS = {
+    2: "3ec8c85a6cf7219e26ce0dfd4f890433fea9e96870ad981db2e9d2c7a462903f",
+    3: "f28caa7fe88262ec9336ccbfe14d4f7775539dbd228e08876cb7ef4745d06221",  # + shadow_min, shadow_max
+}
 
 # Non-finite floats are published as text ("inf", "-inf", "nan"): JSON has no such numbers.
 Number = float | Literal["inf", "-inf", "nan"] | None
@@ -109,6 +112,8 @@ class ColumnDoc(_Doc):
     shadow_mean: Number = None
     shadow_std: Number = None
     shadow_sum: Number = None
+    shadow_min: Number = None
+    shadow_max: Number = None
     hist: HistogramDoc | None = None
     categories: CategoriesDoc | None = None
     new: list[str] | None = None
@@ -191,7 +196,7 @@ class PartitionDoc(_Doc):
 class ReportDoc(_Doc):
     """report.json."""
 
-    schema_version: Literal[2]
+    schema_version: Literal[2, 3]  # 3 added shadow_min and shadow_max; a version 2 document still reads
     report_id: str
     generated_at: str
     live_table: str

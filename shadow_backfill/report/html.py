@@ -253,8 +253,11 @@ def _distribution_plots(v: VerdictRecord) -> list[str]:
     """Null-rate bars, histograms on live deciles and category bars, live vs shadow."""
     cols = v.metrics.columns
     plots = []
+    added = set(v.metrics.schema_.added) if v.metrics.schema_ is not None else set()
     nulls = [
-        (c, m.live_null_rate or 0.0, m.shadow_null_rate) for c, m in cols.items() if m.shadow_null_rate is not None
+        (c, m.live_null_rate or 0.0, m.shadow_null_rate)
+        for c, m in cols.items()
+        if m.shadow_null_rate is not None and c not in added  # an added column has its own table
     ]
     if nulls:
         plots.append(_null_bars(nulls))
@@ -300,11 +303,27 @@ def _partition_detail(v: VerdictRecord) -> str:
         f'<summary><span class="{e(v.verdict)}">■</span> {e(v.partition)} — {e(v.verdict)} '
         f'<span class="muted">rows {e(v.metrics.live_rows)} → {e(v.metrics.shadow_rows)}, {len(v.reasons)} reason(s)'
         f"{f', {skipped} skipped' if skipped else ''}</span>"
-        f"</summary>{_checks_table(v)}{key_line}{_change_table(v)}{_samples_table(v)}"
+        f"</summary>{_checks_table(v)}{key_line}{_change_table(v)}{_added_table(v)}{_samples_table(v)}"
         f'<div class="plots">{"".join(_distribution_plots(v))}</div>'
         f'<p class="muted">shadow version {e(v.shadow_version)}, written by commit {e(v.partition_version)}, '
         f"live version {e(v.live_version)}</p></details>"
     )
+
+
+def _added_table(v: VerdictRecord) -> str:
+    """Columns only shadow has (a logic change that adds them): no live side to compare with, so
+    what they hold is shown, for the author to check against what they meant."""
+    names = set(v.metrics.schema_.added) if v.metrics.schema_ is not None else set()
+    added = {c: m for c, m in v.metrics.columns.items() if c in names and m.shadow_count is not None}
+    if not added:
+        return ""
+    body = "".join(
+        f"<tr><td>{e(c)}</td><td>{_fmt(m.shadow_count)}</td><td>{_fmt(m.shadow_null_rate, share=True)}</td>"
+        f"<td>{_fmt(m.shadow_min)}</td><td>{_fmt(m.shadow_mean)}</td><td>{_fmt(m.shadow_max)}</td></tr>"
+        for c, m in added.items()
+    )
+    head = "".join(f"<th>{h}</th>" for h in ("column", "values", "null rate", "min", "mean", "max"))
+    return f'<table class="added"><caption>columns only shadow has</caption><tr>{head}</tr>{body}</table>'
 
 
 def _daily_dates(verdicts: Sequence[VerdictRecord]) -> dict[dt.date, str] | None:

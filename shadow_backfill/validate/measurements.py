@@ -22,6 +22,7 @@ class ColumnPlan:
     removed: list[str]
     retyped: list[tuple[str, str, str]]
     shadow_types: dict[str, str] = field(default_factory=dict)  # every shadow column's simpleString
+    added_numeric: list[str] = field(default_factory=list)  # added columns measured for moments and range
 
 
 @dataclass(frozen=True)
@@ -80,11 +81,13 @@ class Moments:
 @dataclass(frozen=True)
 class SideStats:
     """One column on one side of a partition: non-null values (the sample size of the
-    distribution tests), the share of null rows, and for a numeric column its moments."""
+    distribution tests), the share of null rows, and for a numeric column its moments. An
+    added numeric column, which has no live side to compare with, also gets its range."""
 
     count: int
     null_rate: float
     moments: Moments | None = None
+    extremes: tuple[float | None, float | None] | None = None  # (min, max)
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,8 @@ class ColumnMeasurement:
             if (s := self.side(name)) is not None and s.moments is not None:
                 m = s.moments
                 out[f"{name}_mean"], out[f"{name}_std"], out[f"{name}_sum"] = m.mean, m.std, m.sum
+            if s is not None and s.extremes is not None:
+                out[f"{name}_min"], out[f"{name}_max"] = s.extremes
         if (h := self.histogram) is not None:
             out["hist"] = {"edges": list(h.edges), "live": list(h.live), "shadow": list(h.shadow)}
             out["hist"]["edges_every"] = h.edges_every

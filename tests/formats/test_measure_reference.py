@@ -24,6 +24,7 @@ import random
 from typing import Any
 
 import pytest
+from pyspark.sql import functions as F
 from support import Backend, MakeBackfill
 
 from shadow_backfill.validate.measure import sample_cut
@@ -32,6 +33,7 @@ from shadow_backfill.validate.measure.reference import ReferenceMeasurer
 from shadow_backfill.validate.measurements import Histogram, PartitionProfile
 
 SCHEMA = "id long, ds date, amount double, qty int, label string, flag boolean, note string"
+ADDED = "added_score"
 DAYS = [dt.date(2024, 3, d) for d in range(1, 8)]
 MAIN, REPEATED, EMPTY, ONE_ROW, NO_LIVE, NO_SHADOW, NULLS = DAYS
 TOLERANCE = (1e-9, 0.0)
@@ -139,6 +141,8 @@ def _compare_columns(fast: PartitionProfile, ref: PartitionProfile, sketched: bo
                 and (
                     (fs.count, fs.null_rate) != (rs.count, rs.null_rate)
                     or (fs.moments is None) != (rs.moments is None)
+                    or (fs.extremes is None) != (rs.extremes is None)
+                    or not all(_close(a, b) for a, b in zip(fs.extremes or (), rs.extremes or (), strict=True))
                     or (
                         fs.moments is not None
                         and rs.moments is not None
@@ -187,6 +191,8 @@ def _measure_both(
         fmt.create(table, df.schema, ["ds"], data=df)
     texts = [d.isoformat() for d in DAYS]
     shadow, live = fmt.read_partitions(bf.shadow_table, texts), fmt.read_partitions(bf.live_table, texts)
+    # a column only shadow has (a logic change that adds one): its nulls, moments and range
+    shadow = shadow.withColumn(ADDED, F.when(F.col("qty") % 2 == 0, F.col("amount") * 2))
     unique = ["id", "label"]
     options: dict[str, Any] = {"keys": keys, "max_categories": MAX_CATEGORIES, "tolerance": TOLERANCE}
     measurer = FastMeasurer(shadow, live, partition="ds", unique_columns=unique, sample_rows=sample_rows, **options)
@@ -246,6 +252,8 @@ def test_fast_measurements_equal_the_reference(
     assert main.columns["label"].categories is not None and "l9" in main.columns["label"].categories.new
     amount = main.columns["amount"].live
     assert amount is not None and amount.moments is not None and math.isnan(amount.moments.mean or 0.0)
+    added = exact[NULLS.isoformat()].columns[ADDED]
+    assert added.live is None and added.shadow is not None and added.shadow.extremes == (2.0 * 4, 2.0 * 4)
 
 
 @pytest.mark.per_engine  # the key columns change the jobs' plan, not what a format reads

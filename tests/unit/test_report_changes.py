@@ -238,3 +238,25 @@ def test_markdown_without_changes_has_no_new_sections(tmp_path: Path) -> None:
     md = paths["markdown"].read_text()
     assert "Column changes" not in md and "Worst samples" not in md
     assert 'class="changes"' not in paths["html"].read_text()
+
+
+def test_an_added_column_shows_what_shadow_holds(tmp_path: Path) -> None:
+    """A column only shadow has (a declared new feature) gets its own table in the drill-down,
+    its name escaped: values, null rate, min, mean and max; the null-rate plot leaves it out."""
+    metrics = {
+        "rows": {"live": 100, "shadow": 100},
+        "schema": {"added": [EVIL_COL], "removed": [], "retyped": []},
+        "columns": {
+            EVIL_COL: {"shadow_count": 80, "shadow_null_rate": 0.2, "shadow_min": 1990.0, "shadow_mean": 2004.5},
+            "amount": {"live_count": 100, "live_null_rate": 0.0, "shadow_count": 100, "shadow_null_rate": 0.0},
+        },
+    }
+    metrics["columns"][EVIL_COL]["shadow_max"] = 2019.0
+    record = VerdictRecord("2024-01-01", CheckStatus.PASS, [], MetricsDoc.model_validate(metrics), 3, 2, 7, "v", None)
+    data = ReportData(live_table="lake.events", shadow_table="events_v2", table_format="delta", verdicts=[record])
+    page = write_reports(data, tmp_path / "report")["html"].read_text()
+    detail = _detail(page, "2024-01-01")
+    table = detail.split('<table class="added">', 1)[1].split("</table>", 1)[0]
+    assert "<img" not in table and "c|&lt;img src=x onerror=alert(1)&gt;[/]" in table
+    assert [c for c in re.findall(r"<td>(.*?)</td>", table)][1:] == ["80", "20.00%", "1990", "2004", "2019"]
+    assert "columns only shadow has" in detail

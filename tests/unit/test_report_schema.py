@@ -110,7 +110,7 @@ def test_the_document_says_the_fields_the_types_publish() -> None:
     histogram = Histogram((1.0,), (1.0,), (1.0,))
     column = ColumnMeasurement(
         SideStats(1, 0.0, Moments(1.0, 1.0, 1.0)),
-        SideStats(1, 0.0, Moments(1.0, 1.0, 1.0)),
+        SideStats(1, 0.0, Moments(1.0, 1.0, 1.0), (0.0, 2.0)),  # the range: an added column's
         histogram,
         Categories({"a": 1}, {"b": 1}),
     )

@@ -40,6 +40,7 @@ def plan_columns(
         removed=diff.missing,
         retyped=[r for r in diff.retyped if r[0] not in skip],
         shadow_types={c: t.simpleString() for c, t in s.items()},
+        added_numeric=[c for c in added if isinstance(s[c], NumericType)],
     )
 
 

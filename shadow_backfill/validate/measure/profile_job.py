@@ -82,6 +82,10 @@ def _aggregations(plan: ColumnPlan, extra_aggs: Mapping[str, Column], keys: Sequ
     for i, c in enumerate(plan.numeric):
         x = F.col(c).cast("double")
         aggs += [F.avg(x).alias(f"__mean_{i}"), F.stddev_samp(x).alias(f"__std_{i}"), F.sum(x).alias(f"__sum_{i}")]
+    for i, c in enumerate(plan.added_numeric):
+        x = F.col(c).cast("double")
+        aggs += [F.avg(x).alias(f"__amean_{i}"), F.stddev_samp(x).alias(f"__astd_{i}"), F.sum(x).alias(f"__asum_{i}")]
+        aggs += [F.min(x).alias(f"__amin_{i}"), F.max(x).alias(f"__amax_{i}")]
     return aggs + [col.alias(name) for name, col in extra_aggs.items()]
 
 
@@ -149,15 +153,19 @@ def _read(row: Row, prof: PartitionProfile, plan: ColumnPlan, extra: Mapping[str
         prof.shadow_rows = n
         prof.shadow_aggs = {name: row[name] for name in extra}
     numeric = {c: i for i, c in enumerate(plan.numeric)}
+    added = {c: i for i, c in enumerate(plan.added_numeric)}
     for i, c in enumerate([*plan.compared, *plan.added]):
         if side == "live" and c in plan.added:
             continue  # not a live column: its nulls there come from the union, not from live
         nulls = int(row[f"__null_{i}"])
-        moments = None
+        moments, extremes = None, None
         if (j := numeric.get(c)) is not None:
             moments = Moments(row[f"__mean_{j}"], row[f"__std_{j}"], row[f"__sum_{j}"])
+        elif (j := added.get(c)) is not None:
+            moments = Moments(row[f"__amean_{j}"], row[f"__astd_{j}"], row[f"__asum_{j}"])
+            extremes = (row[f"__amin_{j}"], row[f"__amax_{j}"])
         # non-null values: the sample size of distribution tests
-        prof.set_column(c, **{side: SideStats(n - nulls, (nulls / n) if n else 0.0, moments)})
+        prof.set_column(c, **{side: SideStats(n - nulls, (nulls / n) if n else 0.0, moments, extremes)})
 
 
 def run_profile(

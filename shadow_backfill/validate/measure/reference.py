@@ -83,21 +83,24 @@ class ReferenceMeasurer:
     ) -> None:
         aggs = [F.count(F.lit(1)).alias("rows")]
         aggs += [F.count(F.col(c)).alias(f"n{i}") for i, c in enumerate(columns)]
-        for i, c in enumerate(plan.numeric):
+        measured = [*plan.numeric, *(c for c in plan.added_numeric if c in columns)]
+        for i, c in enumerate(measured):
             x = F.col(c).cast("double")
             aggs += [F.avg(x).alias(f"mean{i}"), F.stddev_samp(x).alias(f"std{i}"), F.sum(x).alias(f"sum{i}")]
+            aggs += [F.min(x).alias(f"min{i}"), F.max(x).alias(f"max{i}")] if c in plan.added_numeric else []
         for r in df.groupBy(self._text()).agg(*aggs).collect():
             if (prof := profiles.get(r["p"])) is None:
                 continue
             rows = int(r["rows"])
             setattr(prof, f"{side}_rows", rows)
             for i, c in enumerate(columns):
-                moments = None
-                if c in plan.numeric:
-                    j = plan.numeric.index(c)
+                moments, extremes = None, None
+                if c in measured:
+                    j = measured.index(c)
                     moments = Moments(r[f"mean{j}"], r[f"std{j}"], r[f"sum{j}"])
+                    extremes = (r[f"min{j}"], r[f"max{j}"]) if c in plan.added_numeric else None
                 count = int(r[f"n{i}"])
-                prof.set_column(c, **{side: SideStats(count, (rows - count) / rows, moments)})
+                prof.set_column(c, **{side: SideStats(count, (rows - count) / rows, moments, extremes)})
 
     def _one_row_per_key(self, df: DataFrame, plan: ColumnPlan) -> DataFrame:
         values = [
