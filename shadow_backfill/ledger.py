@@ -36,6 +36,7 @@ SHADOW_VERSIONS = "shadow-backfill.shadow-versions"
 VALIDATION_IDS = "shadow-backfill.validation-ids"
 UNDOES = "shadow-backfill.undoes"
 RESTORES_FOR = "shadow-backfill.restores-for"
+SCHEMA_CHANGE = "shadow-backfill.schema-change"
 
 LOCK_TTL_S = 3600.0
 
@@ -85,6 +86,8 @@ def audit_properties(rec: PromotionRecord) -> dict[str, str]:
         props[VALIDATION_IDS] = ",".join(rec.validation_ids)
     if rec.target:
         props[UNDOES] = rec.target
+    if rec.schema_change:
+        props[SCHEMA_CHANGE] = ",".join(rec.schema_change)
     return props
 
 
@@ -118,6 +121,7 @@ def record_from_commit(commit: Commit, live_table: str) -> PromotionRecord | Non
         user=props.get(USER),
         host=props.get(HOST),
         at=dt.datetime.fromtimestamp(commit.timestamp_ms / 1000, dt.timezone.utc) if commit.timestamp_ms else utcnow(),
+        schema_change=_listed(props, SCHEMA_CHANGE),
     )
 
 

@@ -267,6 +267,7 @@ class Promoter:
             for version, ks in _group_by_value(plan.shadow_versions).items()
         ]
         shadow = reduce(DataFrame.unionByName, frames)
+        schema_change = _applied(shadow.schema, live_schema)
         live_schema = self._evolve_live(shadow.schema, live_schema)
         rec = PromotionRecord.promotion(
             promotion_id,
@@ -278,6 +279,7 @@ class Promoter:
             validation_ids=plan.validation_ids,
             config_hash=cfg.config_hash,
             code_fingerprint=self.code_fingerprint,
+            schema_change=schema_change,
         )
         if self.before_commit is not None:
             self.before_commit(plan)
@@ -304,6 +306,14 @@ def _group_by_value(d: dict[str, int]) -> dict[int, list[str]]:
     for k, v in d.items():
         out.setdefault(v, []).append(k)
     return out
+
+
+def _applied(shadow: StructType, live: StructType) -> list[str]:
+    """The schema change a promotion makes to live, as the audit trail records it: `+col` for a
+    column it adds, `-col` for one shadow lacks, which live keeps and the promoted rows hold null
+    in (the rest is refused before anything is written)."""
+    diff = diff_schemas(shadow, live)
+    return [f"+{c}" for c in diff.extra] + [f"-{c}" for c in diff.missing]
 
 
 def _undeclared(shadow: StructType, live: StructType, declared: SchemaChanges) -> SchemaDiff:

@@ -136,7 +136,7 @@ def promoted_line(rec: Any) -> str:
 
 def history_table(recs: list[Any]) -> Table:
     table = Table(title="promotions and rollbacks")
-    for col in ("id", "kind", "at", "partitions", "live version", "undoes", "undone by", "user"):
+    for col in ("id", "kind", "at", "partitions", "live version", "undoes", "undone by", "schema", "user"):
         table.add_column(col)
     for r in recs:
         parts = ", ".join(r.partitions[:3]) + (f" (+{len(r.partitions) - 3})" if len(r.partitions) > 3 else "")
@@ -148,6 +148,7 @@ def history_table(recs: list[Any]) -> Table:
             f"{r.live_version_before} → {r.live_version_after}",
             r.target or (f"v{r.to_version}" if r.to_version else ""),
             r.undone_by or "",
+            ", ".join(r.schema_change),
             r.user or "",
         )
     return table

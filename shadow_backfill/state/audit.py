@@ -39,6 +39,7 @@ class PromotionRecord:
     host: str | None = None
     at: dt.datetime | None = None
     undone_by: str | None = None
+    schema_change: list[str] = field(default_factory=list)  # "+col" added to live, "-col" kept null
 
     @classmethod
     def promotion(
@@ -53,8 +54,10 @@ class PromotionRecord:
         validation_ids: list[str],
         config_hash: str | None,
         code_fingerprint: str | None,
+        schema_change: list[str] | None = None,
     ) -> PromotionRecord:
-        """Validated shadow partitions about to replace live ones, bound to the live version read."""
+        """Validated shadow partitions about to replace live ones, bound to the live version read;
+        `schema_change`: the declared schema changes it applies to live (`+col`, `-col`)."""
         return cls(
             id=id,
             kind=PROMOTE,
@@ -67,6 +70,7 @@ class PromotionRecord:
             config_hash=config_hash,
             code_fingerprint=code_fingerprint,
             at=utcnow(),
+            schema_change=list(schema_change or []),
         )
 
     @classmethod
@@ -106,6 +110,7 @@ def _promotion(r: Any) -> PromotionRecord:
         shadow_versions=json.loads(r["shadow_versions"] or "{}"),
         validation_ids=json.loads(r["validation_ids"] or "[]"),
         at=aware(r["at"]),
+        schema_change=json.loads(r["schema_change"] or "[]"),
     )
 
 
@@ -122,6 +127,7 @@ class AuditTrail(Db):
                         "partitions": json.dumps(rec.partitions),
                         "shadow_versions": json.dumps(rec.shadow_versions),
                         "validation_ids": json.dumps(rec.validation_ids),
+                        "schema_change": json.dumps(rec.schema_change),
                         "user": rec.user or current_user(),
                         "host": rec.host or socket.gethostname(),
                         "at": rec.at or utcnow(),

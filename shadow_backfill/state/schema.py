@@ -75,6 +75,9 @@ promotions = Table(
     Column("host", String(255)),
     Column("at", DateTime(timezone=True)),
     Column("undone_by", String(64)),
+    # JSON list: "+col" a column the promotion added to live, "-col" one it kept, null in its rows
+    # (added after the first release: `migrate.add_new_columns` adds it to older stores)
+    Column("schema_change", Text),
 )
 
 locks = Table(

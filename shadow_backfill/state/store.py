@@ -28,6 +28,7 @@ from shadow_backfill.errors import (
 from shadow_backfill.state.audit import AuditTrail
 from shadow_backfill.state.db import first_line
 from shadow_backfill.state.leases import Leases
+from shadow_backfill.state.migrate import add_new_columns
 from shadow_backfill.state.partitions import Partitions, Runs
 from shadow_backfill.state.schema import metadata
 from shadow_backfill.state.verdicts import VerdictStore
@@ -61,6 +62,7 @@ class StateStore(Runs, Partitions, VerdictStore, AuditTrail, Leases):
             event.listen(self.engine, "connect", _sqlite_pragmas)
         try:
             metadata.create_all(self.engine)
+            add_new_columns(self.engine)
         except DBAPIError as exc:
             self.engine.dispose()
             raise StateStoreError(f"cannot open the state store {self.shown_url}: {first_line(exc)}") from exc

@@ -45,6 +45,10 @@ def test_a_declared_new_column_is_judged_promoted_and_rolled_back(make: MakeBack
     assert fmt.schema(live)["plane_year"].nullable
     touching = fmt.commits_touching(live, live_before, [*sorted(verdicts), DRIFT])
     assert [c.version for c, _ in touching] == [rec.live_version_after], "the column's addition touches no partition"
+    # the audit trail records the schema change: on the commit, in the store, in history
+    assert rec.schema_change == ["+plane_year", "-cat"]
+    assert touching[0][0].properties["shadow-backfill.schema-change"] == "+plane_year,-cat"
+    assert [h.schema_change for h in bf.history() if h.id == rec.id] == [["+plane_year", "-cat"]]
     promoted = bf.read_live(rec.partitions)
     assert promoted.filter(F.col("cat").isNotNull()).count() == 0, "a removed column holds null where promoted"
     _same(promoted.drop("cat"), bf.read_shadow(rec.partitions))
