@@ -7,6 +7,9 @@ and a rollback restores the data and keeps the new column (null in the rolled-ba
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from chispa import assert_df_equality
 from pyspark.sql import DataFrame
@@ -26,8 +29,25 @@ def _same(a: DataFrame, b: DataFrame) -> None:
     assert_df_equality(a, b, ignore_row_order=True, ignore_nullable=True, ignore_column_order=True)
 
 
-def test_a_declared_new_column_is_judged_promoted_and_rolled_back(make: MakeBackfill) -> None:
-    bf = make(transform={"function": "sb_test_transforms:plane_year_instead_of_cat"}, validation=DECLARED)
+# a suite may hold expectations on the new column, as on any column of shadow
+SUITE = {
+    "expectations": [
+        {
+            "type": "expect_column_values_to_be_between",
+            "kwargs": {"column": "plane_year", "min_value": 1990, "max_value": 2019},
+        }
+    ]
+}
+
+
+def test_a_declared_new_column_is_judged_promoted_and_rolled_back(make: MakeBackfill, tmp_path: Path) -> None:
+    suite = tmp_path / "plane_year.json"
+    suite.write_text(json.dumps(SUITE))
+    bf = make(
+        transform={"function": "sb_test_transforms:plane_year_instead_of_cat"},
+        validation=DECLARED,
+        expectations=[str(suite)],
+    )
     assert bf.run(START, END).ok
     verdicts = {v.partition: v for v in bf.validate().verdicts}
     assert verdicts.pop(DRIFT).verdict is CheckStatus.FAIL
@@ -36,6 +56,8 @@ def test_a_declared_new_column_is_judged_promoted_and_rolled_back(make: MakeBack
     assert checks["schema_change", None].observed == [], "a declared column is no schema warning"
     assert checks["expected_schema_change", None].status is CheckStatus.PASS
     assert checks["null_rate", "plane_year"].observed == pytest.approx(0.2)
+    suited = [c for c in checks.values() if "expect_column_values_to_be_between" in c.name]
+    assert len(suited) == 1 and suited[0].status is CheckStatus.PASS, suited
 
     fmt, live = bf.table_format, bf.live_table
     live_before, before = fmt.current_version(live), bf.read_live().collect()
