@@ -222,42 +222,50 @@ class Promoter:
             return self._commit_pinned(promotion_id, plan)
 
     def _evolve_live(self, shadow: StructType, live: StructType) -> StructType:
-        """Live's schema made ready for the promoted rows: the declared added columns are added
-        to live (nullable) before the data commit; a column declared removed stays in live and
-        the promoted rows hold null in it. Any other difference refuses the promotion, before
-        anything is written."""
+        """Live's schema made ready for the promoted rows, before the data commit: declared
+        widenings applied (where the format widens in place) and declared added columns added
+        (nullable); a column declared removed stays in live, null in the promoted rows. Any
+        other difference refuses the promotion, before anything is written."""
         cfg = self.config
-        declared = cfg.validation.expected_schema_changes
-        problems = _undeclared(shadow, live, declared)
+        problems = _undeclared(shadow, live, cfg.validation.expected_schema_changes)
         if not problems.same:
-            widened = [c for c, _, _ in problems.retyped if c in declared.retyped]
-            hint = (
-                f"promotion does not widen live's column types yet ({widened}): alter live's type first"
-                if widened
-                else "declare the change in validation.expected_schema_changes and validate again"
-            )
             raise RefusedError(
                 f"cannot promote {cfg.shadow} into {cfg.live_table}: its schema differs "
-                f"({'; '.join(problems.problems('columns live does not have'))}); {hint}"
+                f"({'; '.join(problems.problems('columns live does not have'))}); "
+                "declare the change in validation.expected_schema_changes and validate again"
             )
-        have = set(live.fieldNames())
-        new = [StructField(f.name, f.dataType, True) for f in shadow.fields if f.name not in have]
-        if not new:
-            return live
-        names = [f.name for f in new]
-        try:
-            self.fmt.add_columns(cfg.live_table, new)
-        except PySparkException as exc:  # an engine without the schema change (Sail on Delta)
-            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        diff = diff_schemas(shadow, live)
+        widened = {c: shadow[c].dataType for c, _, _ in diff.retyped}
+        if widened and not self.fmt.widens_types:
             raise RefusedError(
-                f"cannot add columns {names} to {cfg.live_table}: {detail}; nothing was promoted "
-                "(add them to live with ALTER TABLE on Spark, then promote again)"
-            ) from None
+                f"cannot promote into {cfg.live_table}: {self.fmt.name} tables cannot widen a column's type in place "
+                f"({', '.join(f'{c} {a} -> {b}' for c, a, b in diff.retyped)}); nothing was promoted "
+                "(widen live's column yourself, then promote again)"
+            )
+        new = [StructField(f.name, f.dataType, True) for f in shadow.fields if f.name in diff.extra]
+        if widened:
+            self._alter_live(f"widen {sorted(widened)}", lambda: self.fmt.widen_columns(cfg.live_table, widened))
+        if new:
+            self._alter_live(f"add columns {diff.extra}", lambda: self.fmt.add_columns(cfg.live_table, new))
+        if not (widened or new):
+            return live
         evolved = self.fmt.schema(cfg.live_table)
-        if missing := [c for c in names if c not in evolved.fieldNames()]:
-            # an engine that ignored the change would drop the new values from the write
+        types = {f.name: f.dataType for f in evolved.fields}
+        if missing := [c for c in [*diff.extra, *widened] if types.get(c) != shadow[c].dataType]:
+            # an engine that ignored the change would drop or cast the new values in the write
             raise RefusedError(f"live table {cfg.live_table} did not take the columns {missing}; nothing was promoted")
         return evolved
+
+    def _alter_live(self, what: str, alter: Callable[[], None]) -> None:
+        """One change of live's schema, as one line naming it if the engine refuses it."""
+        try:
+            alter()
+        except PySparkException as exc:  # an engine without the statement
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise RefusedError(
+                f"cannot {what} in {self.config.live_table}: {detail}; nothing was promoted "
+                "(change live's schema with ALTER TABLE on Spark, then promote again)"
+            ) from None
 
     def _commit_pinned(self, promotion_id: str, plan: PromotionPlan) -> PromotionRecord:
         cfg = self.config
@@ -311,19 +319,19 @@ def _group_by_value(d: dict[str, int]) -> dict[int, list[str]]:
 def _applied(shadow: StructType, live: StructType) -> list[str]:
     """The schema change a promotion makes to live, as the audit trail records it: `+col` for a
     column it adds, `-col` for one shadow lacks, which live keeps and the promoted rows hold null
-    in (the rest is refused before anything is written)."""
+    in, `col: int -> bigint` for a type it widens (the rest is refused before anything is written)."""
     diff = diff_schemas(shadow, live)
-    return [f"+{c}" for c in diff.extra] + [f"-{c}" for c in diff.missing]
+    retyped = [f"{c}: {old} -> {new}" for c, old, new in diff.retyped]
+    return [f"+{c}" for c in diff.extra] + [f"-{c}" for c in diff.missing] + retyped
 
 
 def _undeclared(shadow: StructType, live: StructType, declared: SchemaChanges) -> SchemaDiff:
-    """How shadow's schema differs from live's beyond what the config declares. A declared
-    retype is left in: promotion does not widen live's column types (yet)."""
+    """How shadow's schema differs from live's beyond what the config declares."""
     diff = diff_schemas(shadow, live)
     return SchemaDiff(
         missing=[c for c in diff.missing if c not in declared.removed],
         extra=[c for c in diff.extra if c not in declared.added],
-        retyped=diff.retyped,
+        retyped=[r for r in diff.retyped if declared.retyped.get(r[0]) != r[2]],
     )
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType
 
 from shadow_backfill.errors import ConfigError
 from shadow_backfill.widening import widening_problem
@@ -78,12 +78,17 @@ def check_declared_changes(config: BackfillConfig, live: StructType) -> None:
 
 def conform(df: DataFrame, schema: StructType) -> DataFrame:
     """`df` as rows of `schema`: its columns in that order, a column `df` lacks as typed nulls
-    (a declared removed column, or a column added to live after `df`'s version was written).
-    `df` itself when it has exactly those columns in that order: a format may have marked the
+    (a declared removed column, or a column added to live after `df`'s version was written), a
+    column of a narrower type widened (a version from before live's type was widened).
+    `df` itself when it has exactly those columns and types: a format may have marked the
     frame it returned (Parquet restores a version's folders by pointing at them, not copying)."""
-    if df.columns == schema.fieldNames():
+    have = {f.name: f.dataType for f in df.schema.fields}
+    if list(have) == schema.fieldNames() and all(have[f.name] == f.dataType for f in schema.fields):
         return df
-    have = set(df.columns)
-    return df.select(
-        *[F.col(f.name) if f.name in have else F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields]
-    )
+
+    def column(f: StructField) -> Column:
+        if f.name not in have:
+            return F.lit(None).cast(f.dataType).alias(f.name)
+        return F.col(f.name) if have[f.name] == f.dataType else F.col(f.name).cast(f.dataType).alias(f.name)
+
+    return df.select(*[column(f) for f in schema.fields])

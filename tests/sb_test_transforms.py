@@ -108,6 +108,16 @@ def plane_year_instead_of_cat(spark: SparkSession, partitions: list[dt.date]) ->
     return with_plane_year(spark, partitions).drop("cat")
 
 
+def with_sessions(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    """events with an int column `sessions` (a live table whose column a logic change widens)."""
+    return events(spark, partitions).withColumn("sessions", (F.col("id") * 7).cast("int"))
+
+
+def sessions_widened(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    """with_sessions, with `sessions` a bigint holding values no int can (the change widens it)."""
+    return events(spark, partitions).withColumn("sessions", F.col("id") * 3_000_000_000)
+
+
 def nudged_with_one_bad_day(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
     """Every amount moves a little (passes validation, but visibly differs from live), and
     DRIFT_DAY is broken as in drift_on_one_day."""

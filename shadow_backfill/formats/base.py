@@ -17,7 +17,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructField, StructType
+from pyspark.sql.types import DataType, StructField, StructType
 
 from shadow_backfill.errors import ConfigError, RefusedError, SessionError
 from shadow_backfill.formats.locations import inside
@@ -115,6 +115,9 @@ class TableFormat(ABC):
     # being overwritten after a given version (Iceberg: validate-from-snapshot + serializable).
     # Without it, `commit_partitions` checks the log right after the commit instead.
     validates_conflicts: bool = False
+    # Capability: a column's type can be widened in place, as a change of metadata only (int to
+    # bigint, float to double, decimal precision up), old data files read as the wider type.
+    widens_types: bool = False
 
     @classmethod
     def session_conf(cls, settings: SessionSettings) -> dict[str, str]:
@@ -307,6 +310,11 @@ class TableFormat(ABC):
         columns = ", ".join(f"{quote_identifier(f.name)} {f.dataType.simpleString()}" for f in fields)
         self.spark.sql(f"ALTER TABLE {self.sql_table(table)} ADD COLUMNS ({columns})")
         self.refresh(table)
+
+    def widen_columns(self, table: str, types: Mapping[str, DataType]) -> None:
+        """Widen columns of `table` to `types` ahead of a promotion whose rows carry them (only
+        where `widens_types`: a change of metadata only, as `add_columns` is)."""
+        raise NotImplementedError(f"{self.name} tables cannot widen a column's type in place")
 
     def sql_table(self, table: str) -> str:
         """How SQL names `table` (a catalog name, each part quoted)."""

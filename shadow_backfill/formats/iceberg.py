@@ -17,7 +17,7 @@ from functools import reduce
 
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import DataType, StructType
 
 from shadow_backfill.errors import ConfigError
 from shadow_backfill.formats.base import (
@@ -34,6 +34,7 @@ from shadow_backfill.formats.base import (
 from shadow_backfill.formats.locations import normalize_location
 from shadow_backfill.formats.runtimes import spark_line
 from shadow_backfill.formats.settings import SessionSettings
+from shadow_backfill.partitions import quote_identifier
 
 _TRANSFORM = re.compile(r"^(years|months|days|hours)\((\w+)\)$")
 _UNITS = {"year": "years", "month": "months", "day": "days", "hour": "hours"}  # field suffix -> transform
@@ -79,6 +80,7 @@ def _partition_expr(spec: str) -> Column:
 class IcebergFormat(TableFormat):
     name = "iceberg"
     validates_conflicts = True
+    widens_types = True  # Iceberg's type promotions: int -> long, float -> double, decimal precision
 
     @classmethod
     def session_conf(cls, settings: SessionSettings) -> dict[str, str]:
@@ -324,6 +326,12 @@ class IcebergFormat(TableFormat):
 
     def append(self, table: str, df: DataFrame) -> None:
         df.writeTo(table).append()
+
+    def widen_columns(self, table: str, types: Mapping[str, DataType]) -> None:
+        for column, kind in types.items():
+            column_sql = f"{self.sql_table(table)} ALTER COLUMN {quote_identifier(column)}"
+            self.spark.sql(f"ALTER TABLE {column_sql} TYPE {kind.simpleString()}")
+        self.refresh(table)
 
     def _overwrite(
         self, table: str, df: DataFrame, keys: Sequence[str], properties: Mapping[str, str], bound: Bound | None

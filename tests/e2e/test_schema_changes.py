@@ -11,11 +11,14 @@ import json
 from pathlib import Path
 
 import pytest
+import sb_test_transforms as t
 from chispa import assert_df_equality
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, LongType
 from support import DRIFT, END, QUIET, START, MakeBackfill
 
+from shadow_backfill import RefusedError
 from shadow_backfill.vocabulary import CheckStatus
 
 DECLARED = {
@@ -82,3 +85,31 @@ def test_a_declared_new_column_is_judged_promoted_and_rolled_back(make: MakeBack
     after = bf.read_live()
     assert after.filter(F.col("plane_year").isNotNull()).count() == 0
     assert sorted(after.drop("plane_year").collect()) == sorted(before)
+
+
+WIDENED = {**QUIET, "expected_schema_changes": {"retyped": {"sessions": "bigint"}}}
+
+
+def test_a_declared_widening_is_promoted_where_the_format_widens_in_place(make: MakeBackfill) -> None:
+    """int -> bigint, declared: validation passes; promotion widens live's column first where the
+    format can (Iceberg), and elsewhere refuses in one line, writing nothing."""
+    bf = make(seed_live=False, transform={"function": "sb_test_transforms:sessions_widened"}, validation=WIDENED)
+    fmt, live, keys = bf.table_format, bf.live_table, bf.scheme.expand(START, END)
+    seeded = t.with_sessions(bf.spark, [bf.scheme.value(k) for k in keys])
+    fmt.create(live, seeded.schema, ["ds"], data=seeded)
+    assert bf.run(START, END).ok
+    assert {v.verdict for v in bf.validate().verdicts} == {CheckStatus.PASS}
+    live_before = fmt.current_version(live)
+    if not fmt.widens_types:
+        with pytest.raises(RefusedError, match=r"cannot widen a column's type in place \(sessions int -> bigint\)"):
+            bf.promote()
+        assert fmt.current_version(live) == live_before and fmt.schema(live)["sessions"].dataType == IntegerType()
+        return
+
+    _, rec = bf.promote()
+    assert rec is not None and rec.schema_change == ["sessions: int -> bigint"]
+    assert fmt.schema(live)["sessions"].dataType == LongType()
+    _same(bf.read_live(), bf.read_shadow())
+    bf.rollback(rec.id)
+    assert fmt.schema(live)["sessions"].dataType == LongType(), "a rollback keeps the wider type"
+    _same(bf.read_live(), seeded.withColumn("sessions", F.col("sessions").cast("long")))

@@ -48,3 +48,33 @@ def test_an_added_column_reaches_live_and_old_versions_stay_readable(make: MakeB
     _same(conform(fmt.read(live, before), schema), seeded.withColumn("score", nulls))
     fmt.overwrite_partitions(live, conform(fmt.read_partitions(live, [A], before), fmt.schema(live)), [A])
     _same(fmt.read(live), seeded.withColumn("score", nulls))
+
+
+def test_a_widened_column_keeps_old_versions_readable(make: MakeBackfill) -> None:
+    """Where a format widens a type in place (`widens_types`): int -> bigint is a change of
+    metadata only, rows of the wider type then commit, and a version from before it reads and
+    writes back (a rollback) as the wider type. Elsewhere promotion refuses a widening
+    (tests/e2e/test_schema_changes.py)."""
+    bf = make(seed_live=False)
+    fmt, table = bf.table_format, bf.live_table
+    if not fmt.widens_types:
+        pytest.skip(f"{fmt.name} does not widen a column's type in place: promotion refuses a widening")
+    keys = bf.scheme.expand(START, END)
+    seeded = t.with_sessions(bf.spark, [bf.scheme.value(k) for k in keys])
+    fmt.create(table, seeded.schema, ["ds"], data=seeded)
+    before = fmt.current_version(table)
+
+    fmt.widen_columns(table, {"sessions": LongType()})
+    schema = fmt.schema(table)
+    assert schema["sessions"].dataType == LongType()
+    assert fmt.commits_touching(table, before, keys) == [], "widening a column touches no partition"
+    wide = F.col("sessions").cast("long")
+    _same(fmt.read(table), seeded.withColumn("sessions", wide))
+
+    new = t.sessions_widened(bf.spark, [bf.scheme.value(A)])
+    fmt.commit_partitions(table, conform(new, schema), [A], {}, before)
+    assert fmt.read(table).filter(F.col("sessions") > 2**31).count() > 0, "values no int can hold"
+
+    old = conform(fmt.read_partitions(table, [A], before), fmt.schema(table))
+    fmt.overwrite_partitions(table, old, [A])
+    _same(fmt.read(table), seeded.withColumn("sessions", wide))
