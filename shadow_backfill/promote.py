@@ -243,24 +243,34 @@ class Promoter:
                 "(widen live's column yourself, then promote again)"
             )
         new = [StructField(f.name, f.dataType, True) for f in shadow.fields if f.name in diff.extra]
+        wanted = [*diff.extra, *widened]
+
+        def taken() -> list[str]:
+            """The columns live does not have as shadow does (yet)."""
+            self.fmt.refresh(cfg.live_table)
+            types = {f.name: f.dataType for f in self.fmt.schema(cfg.live_table).fields}
+            return [c for c in wanted if types.get(c) != shadow[c].dataType]
+
         if widened:
-            self._alter_live(f"widen {sorted(widened)}", lambda: self.fmt.widen_columns(cfg.live_table, widened))
+            self._alter_live(f"widen {sorted(widened)}", lambda: self.fmt.widen_columns(cfg.live_table, widened), taken)
         if new:
-            self._alter_live(f"add columns {diff.extra}", lambda: self.fmt.add_columns(cfg.live_table, new))
-        if not (widened or new):
+            self._alter_live(f"add columns {diff.extra}", lambda: self.fmt.add_columns(cfg.live_table, new), taken)
+        if not wanted:
             return live
-        evolved = self.fmt.schema(cfg.live_table)
-        types = {f.name: f.dataType for f in evolved.fields}
-        if missing := [c for c in [*diff.extra, *widened] if types.get(c) != shadow[c].dataType]:
+        if missing := taken():
             # an engine that ignored the change would drop or cast the new values in the write
             raise RefusedError(f"live table {cfg.live_table} did not take the columns {missing}; nothing was promoted")
-        return evolved
+        return self.fmt.schema(cfg.live_table)
 
-    def _alter_live(self, what: str, alter: Callable[[], None]) -> None:
-        """One change of live's schema, as one line naming it if the engine refuses it."""
+    def _alter_live(self, what: str, alter: Callable[[], None], left: Callable[[], list[str]]) -> None:
+        """One change of live's schema, as one line naming it if the engine refuses it; a refusal
+        because another promotion made the same change first (locks are per partition, so two
+        promotions of other partitions may both add the column) is no refusal."""
         try:
             alter()
-        except PySparkException as exc:  # an engine without the statement
+        except (PySparkException, RefusedError) as exc:  # an engine without the statement, or too late
+            if not left():
+                return
             detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise RefusedError(
                 f"cannot {what} in {self.config.live_table}: {detail}; nothing was promoted "
@@ -275,7 +285,7 @@ class Promoter:
             for version, ks in _group_by_value(plan.shadow_versions).items()
         ]
         shadow = reduce(DataFrame.unionByName, frames)
-        schema_change = _applied(shadow.schema, live_schema)
+        schema_change = _carried(shadow.schema, live_schema, cfg.validation.expected_schema_changes)
         live_schema = self._evolve_live(shadow.schema, live_schema)
         rec = PromotionRecord.promotion(
             promotion_id,
@@ -316,13 +326,18 @@ def _group_by_value(d: dict[str, int]) -> dict[int, list[str]]:
     return out
 
 
-def _applied(shadow: StructType, live: StructType) -> list[str]:
-    """The schema change a promotion makes to live, as the audit trail records it: `+col` for a
-    column it adds, `-col` for one shadow lacks, which live keeps and the promoted rows hold null
-    in, `col: int -> bigint` for a type it widens (the rest is refused before anything is written)."""
-    diff = diff_schemas(shadow, live)
-    retyped = [f"{c}: {old} -> {new}" for c, old, new in diff.retyped]
-    return [f"+{c}" for c in diff.extra] + [f"-{c}" for c in diff.missing] + retyped
+def _carried(shadow: StructType, live: StructType, declared: SchemaChanges) -> list[str]:
+    """The declared schema changes a promotion carries into live, as the audit trail records
+    them: `+col` added, `-col` kept in live with null in the promoted rows, `col -> bigint`
+    widened. Taken from the declaration, not from live's schema of the moment: a promotion
+    planned again (or run again after a kill) once live has the column carries it all the same,
+    and validations later tell a column the tool added from one live always had by it."""
+    have = set(shadow.fieldNames())
+    return (
+        [f"+{c}" for c in declared.added if c in have]
+        + [f"-{c}" for c in declared.removed if c not in have and c in live.fieldNames()]
+        + [f"{c} -> {t}" for c, t in declared.retyped.items() if c in have and shadow[c].dataType.simpleString() == t]
+    )
 
 
 def _undeclared(shadow: StructType, live: StructType, declared: SchemaChanges) -> SchemaDiff:

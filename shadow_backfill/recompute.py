@@ -181,7 +181,7 @@ class Recompute:
                 f"(its columns: {', '.join(types)})"
             )
         self.scheme.check_column_type(types[self.scheme.column], cfg.live_table)
-        check_declared_changes(cfg, live_schema)
+        check_declared_changes(cfg, live_schema, self.store.carried_columns(cfg.live_table))
 
     def run(self, options: RunOptions, on_progress: ProgressCallback | None = None) -> RunResult:
         cfg = self.config

@@ -3,6 +3,7 @@ live before promotion, and the validation gate's schema diff all ask the same qu
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -55,12 +56,25 @@ def diff_schemas(have: StructType, want: StructType, ignore: set[str] | frozense
     )
 
 
-def check_declared_changes(config: BackfillConfig, live: StructType) -> None:
+def check_declared_changes(config: BackfillConfig, live: StructType, carried: Collection[str] = ()) -> None:
     """Refuse, before any work, declared schema changes that cannot apply to live: a retype must
-    widen live's type, and a removed or retyped column must be one of live's."""
+    widen live's type, a removed or retyped column must be one of live's, a removed one must be
+    nullable there (the promoted rows hold null in it). An added column live already has must
+    be one a promotion of the tool added (`carried`): else it has values there, and declaring it
+    added would take it out of every comparison with them."""
     declared = config.validation.expected_schema_changes
     types = {f.name: f.dataType.simpleString() for f in live.fields}
     where = "validation.expected_schema_changes"
+    if had := [c for c in declared.added if c in types and c not in carried]:
+        raise ConfigError(
+            f"{where}.added: {had} is already a column of live table {config.live_table}, not one a promotion "
+            "added: declare how it changes in validation.expected_changes instead"
+        )
+    if required := [f.name for f in live.fields if f.name in declared.removed and not f.nullable]:
+        raise ConfigError(
+            f"{where}.removed: {required} is NOT NULL in live table {config.live_table}, "
+            "so the promoted rows could not hold null in it"
+        )
     for kind, columns in (("removed", declared.removed), ("retyped", list(declared.retyped))):
         unknown = [c for c in columns if c not in types]
         if unknown:
@@ -81,7 +95,7 @@ def conform(df: DataFrame, schema: StructType) -> DataFrame:
     (a declared removed column, or a column added to live after `df`'s version was written), a
     column of a narrower type widened (a version from before live's type was widened).
     `df` itself when it has exactly those columns and types: a format may have marked the
-    frame it returned (Parquet restores a version's folders by pointing at them, not copying)."""
+    frame it returned (to restore a version by pointing at its files, not copying them)."""
     have = {f.name: f.dataType for f in df.schema.fields}
     if list(have) == schema.fieldNames() and all(have[f.name] == f.dataType for f in schema.fields):
         return df

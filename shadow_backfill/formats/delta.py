@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
-from shadow_backfill.errors import ConfigError
+from shadow_backfill.errors import ConfigError, RefusedError
 from shadow_backfill.formats.base import (
     COMMIT_ID_PROPERTY,
     Bound,
@@ -306,17 +306,22 @@ class DeltaFormat(TableFormat):
 
     def add_columns(self, table: str, fields: Sequence[StructField]) -> None:
         """By `ALTER TABLE ... ADD COLUMNS` (a metadata-only commit). Sail (0.7) has no such
-        statement and ignores `mergeSchema` (a write would drop the new values), so there the
-        metadata is committed by delta-rs, the Delta kernel Sail itself is built on (local paths)."""
+        statement and ignores `mergeSchema` (a write would drop the new values), so when the
+        engine refuses the statement as unsupported, the metadata is committed by delta-rs, the
+        Delta kernel Sail itself is built on (local paths only)."""
         try:
             super().add_columns(table, fields)
-        except PySparkException:
-            log = _delta_log(self.path(table))
+        except PySparkException as exc:
+            log = _delta_log(self.path(table)) if "unsupported" in str(exc).lower() else None
             if log is None:
                 raise
             from deltalake.schema import Field
 
-            log.alter.add_columns([Field.from_json(f.json()) for f in fields])
+            try:
+                log.alter.add_columns([Field.from_json(f.json()) for f in fields])
+            except Exception as rs:  # delta-rs raises its own errors, one line is enough
+                first = str(rs).strip().splitlines()[0] if str(rs).strip() else type(rs).__name__
+                raise RefusedError(f"delta-rs could not add columns to {table}: {first}") from None
             self.refresh(table)
 
     def sql_table(self, table: str) -> str:

@@ -323,15 +323,23 @@ class ParquetFormat(TableFormat):
     def add_columns(self, table: str, fields: Sequence[StructField]) -> None:
         """A version of its own in the folder log, with the wider schema and the same folders
         (and, for a table by name, the metastore's schema first): files written before it have no
-        such column, and every read takes the log's schema, so they read as null there."""
+        such column, and every read takes the log's schema, so they read as null there. Only what
+        each lacks is added: a promotion killed between the two, or another one adding the same
+        column at the same time, must not fail the next or add the column twice."""
         if self.is_name(table):
-            super().add_columns(table, fields)
+            self.refresh(table)
+            have = set(self.spark.table(table).columns)
+            if missing := [f for f in fields if f.name not in have]:
+                super().add_columns(table, missing)
         log = self._log(table)
         with log.locked():
             latest = _synced(log)
             assert latest is not None
             schema = StructType.fromJson(json.loads(latest.schema))
-            wider = StructType([*schema.fields, *fields])
+            fresh = [f for f in fields if f.name not in schema.fieldNames()]
+            if not fresh:
+                return
+            wider = StructType([*schema.fields, *fresh])
             log.commit(
                 Version(
                     latest.version + 1,

@@ -143,6 +143,11 @@ class AuditTrail(Db):
                 if row is not None and row.kind == ROLLBACK and row.target is not None:
                     c.execute(update(promotions).where(promotions.c.id == row.target).values(undone_by=None))
 
+    def carried_columns(self, live_table: str) -> set[str]:
+        """Columns a promotion into `live_table` added (`+col` in its schema change): live has
+        them because of the tool, null where nothing was promoted."""
+        return {c[1:] for r in self.promotions(live_table) for c in r.schema_change if c.startswith("+")}
+
     def promotions(self, live_table: str) -> list[PromotionRecord]:
         with self._connect() as c:
             rows = (

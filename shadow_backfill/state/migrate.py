@@ -3,6 +3,8 @@
 Only additions: a column this version's tables have and the store lacks is added, nullable, so
 no row moves and an older tool reading the store still finds every column it knows. Anything
 else (a renamed or retyped column) would need a real migration tool, and none has been needed.
+On PostgreSQL the first open by this version must be by a role that may alter the tables (their
+owner); until then, opening the store fails with the database's own one-line reason.
 """
 
 from __future__ import annotations
@@ -27,9 +29,13 @@ def add_new_columns(engine: Engine) -> list[str]:
             if not column.nullable or column.primary_key:
                 raise RuntimeError(f"{table.name}.{column.name}: only nullable columns can be added to a store")
             kind = column.type.compile(dialect=engine.dialect)
+            postgres = engine.dialect.name == "postgresql"
+            add = f"ADD COLUMN {'IF NOT EXISTS ' if postgres else ''}{quote(column.name)} {kind}"
             try:
                 with engine.begin() as c:
-                    c.execute(text(f"ALTER TABLE {quote(table.name)} ADD COLUMN {quote(column.name)} {kind}"))
+                    if postgres:  # ALTER waits for every open transaction on the table: not for long
+                        c.execute(text("SET LOCAL lock_timeout = '10s'"))
+                    c.execute(text(f"ALTER TABLE {quote(table.name)} {add}"))
             except DBAPIError:
                 if column.name not in {c["name"] for c in inspect(engine).get_columns(table.name)}:
                     raise

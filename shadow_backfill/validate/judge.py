@@ -130,6 +130,8 @@ class Judge:
             status = MISSING_LIVE[policy]
             msg = f"no live partition to compare with (policy {policy})"
             checks.append(Check("live_missing", None, status, 0, f"policy {policy}", msg))
+            for c, m in prof.columns.items():
+                self._added_null_rate(checks, c, m)
         else:
             self._drift(checks, prof, tests, changes)
         metrics = {
@@ -194,8 +196,7 @@ class Judge:
     ) -> None:
         """One column's null rate, change metrics (where bounded) and distribution tests."""
         listed = c in self.spec.expected_changes
-        if m.live is None and m.shadow is not None and (th := self.spec.column_override("null_rate", c)) is not None:
-            self._metric(checks, "null_rate", c, m.shadow.null_rate, f"{c}: null rate in shadow (added column)", th)
+        self._added_null_rate(checks, c, m)
         if m.live is not None and m.shadow is not None and self.spec.threshold("null_rate_change", c):
             what = f"null rate {m.live.null_rate:.2%} -> {m.shadow.null_rate:.2%}, change"
             self._metric(checks, "null_rate_change", c, abs(m.shadow.null_rate - m.live.null_rate), what)
@@ -212,6 +213,12 @@ class Judge:
             ):
                 if not listed or self.spec.column_override(name, c) is not None:
                     self._policy(checks, name, c, values, what)
+
+    def _added_null_rate(self, checks: list[Check], c: str, m: ColumnMeasurement) -> None:
+        """An added column's only bound, `expected_changes.<column>.null_rate`: it has no live
+        side, so it is judged on shadow alone, with or without a live partition."""
+        if c in self.plan.added and m.shadow is not None and (th := self.spec.column_override("null_rate", c)):
+            self._metric(checks, "null_rate", c, m.shadow.null_rate, f"{c}: null rate in shadow (added column)", th)
 
     def _distributions(self, checks: list[Check], c: str, m: ColumnMeasurement, test: Distribution) -> None:
         """Distribution tests, judged only on enough rows: between the two minimums by the

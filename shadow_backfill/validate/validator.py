@@ -89,7 +89,7 @@ class Validator:
         shadow_all = self.fmt.read(cfg.shadow, shadow_version)
         check_columns(suites, shadow_all.schema.fieldNames())
         live_schema = self.fmt.read(cfg.live_table, live_version).schema
-        check_declared_changes(cfg, live_schema)
+        check_declared_changes(cfg, live_schema, self.store.carried_columns(cfg.live_table))
         self._check_keys({cfg.shadow: shadow_all.schema.fieldNames(), cfg.live_table: live_schema.fieldNames()})
 
         records = self.store.records(cfg.shadow, keys)

@@ -107,7 +107,7 @@ def test_a_declared_widening_is_promoted_where_the_format_widens_in_place(make: 
         return
 
     _, rec = bf.promote()
-    assert rec is not None and rec.schema_change == ["sessions: int -> bigint"]
+    assert rec is not None and rec.schema_change == ["sessions -> bigint"]
     assert fmt.schema(live)["sessions"].dataType == LongType()
     _same(bf.read_live(), bf.read_shadow())
     bf.rollback(rec.id)

@@ -143,3 +143,17 @@ def test_an_added_column_is_judged_by_its_null_rate(null_rate: float, status: Ch
     check = checks["null_rate", "plane_year"]
     assert check.status is status and check.observed == null_rate
     assert "null rate in shadow (added column)" in check.message
+
+
+def test_an_added_columns_bound_holds_where_live_has_no_partition() -> None:
+    spec = {
+        "expected_schema_changes": {"added": ["plane_year"]},
+        "expected_changes": {"plane_year": {"null_rate": {"fail": 0.5}}},
+    }
+    prof = PartitionProfile("p", live_rows=0, shadow_rows=100)  # no live partition
+    prof.columns["plane_year"] = ColumnMeasurement(shadow=SideStats(10, 0.9))
+    verdict = Judge(ValidationSpec.model_validate(spec), _plan(["plane_year"], [], [], {"plane_year": "int"})).judge(
+        prof, []
+    )
+    check = next(c for c in verdict.checks if c.name == "null_rate")
+    assert check.status is S.FAIL and verdict.verdict is S.FAIL
