@@ -103,9 +103,9 @@ def with_plane_year(spark: SparkSession, partitions: list[dt.date]) -> DataFrame
     return drift_on_one_day(spark, partitions).withColumn("plane_year", year)
 
 
-def plane_year_instead_of_cat(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
-    """with_plane_year, and `cat` no longer produced (a column the logic change removes)."""
-    return with_plane_year(spark, partitions).drop("cat")
+def with_legacy_score(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    """events with a nullable column `legacy_score` (one a logic change stops producing)."""
+    return events(spark, partitions).withColumn("legacy_score", F.when(F.col("id") % 2 == 0, F.col("amount")))
 
 
 def with_sessions(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:

@@ -23,7 +23,7 @@ from shadow_backfill.vocabulary import CheckStatus
 
 DECLARED = {
     **QUIET,
-    "expected_schema_changes": {"added": ["plane_year"], "removed": ["cat"]},
+    "expected_schema_changes": {"added": ["plane_year"], "removed": ["legacy_score"]},
     "expected_changes": {"plane_year": {"null_rate": {"warn": 0.3, "fail": 0.5}}},
 }
 
@@ -47,10 +47,13 @@ def test_a_declared_new_column_is_judged_promoted_and_rolled_back(make: MakeBack
     suite = tmp_path / "plane_year.json"
     suite.write_text(json.dumps(SUITE))
     bf = make(
-        transform={"function": "sb_test_transforms:plane_year_instead_of_cat"},
+        seed_live=False,
+        transform={"function": "sb_test_transforms:with_plane_year"},
         validation=DECLARED,
         expectations=[str(suite)],
     )
+    seeded = t.with_legacy_score(bf.spark, [bf.scheme.value(k) for k in bf.scheme.expand(START, END)])
+    bf.table_format.create(bf.live_table, seeded.schema, ["ds"], data=seeded)
     assert bf.run(START, END).ok
     verdicts = {v.partition: v for v in bf.validate().verdicts}
     assert verdicts.pop(DRIFT).verdict is CheckStatus.FAIL
@@ -71,12 +74,12 @@ def test_a_declared_new_column_is_judged_promoted_and_rolled_back(make: MakeBack
     touching = fmt.commits_touching(live, live_before, [*sorted(verdicts), DRIFT])
     assert [c.version for c, _ in touching] == [rec.live_version_after], "the column's addition touches no partition"
     # the audit trail records the schema change: on the commit, in the store, in history
-    assert rec.schema_change == ["+plane_year", "-cat"]
-    assert touching[0][0].properties["shadow-backfill.schema-change"] == "+plane_year,-cat"
-    assert [h.schema_change for h in bf.history() if h.id == rec.id] == [["+plane_year", "-cat"]]
+    assert rec.schema_change == ["+plane_year", "-legacy_score"]
+    assert touching[0][0].properties["shadow-backfill.schema-change"] == "+plane_year,-legacy_score"
+    assert [h.schema_change for h in bf.history() if h.id == rec.id] == [["+plane_year", "-legacy_score"]]
     promoted = bf.read_live(rec.partitions)
-    assert promoted.filter(F.col("cat").isNotNull()).count() == 0, "a removed column holds null where promoted"
-    _same(promoted.drop("cat"), bf.read_shadow(rec.partitions))
+    assert promoted.filter(F.col("legacy_score").isNotNull()).count() == 0, "a removed column: null where promoted"
+    _same(promoted.drop("legacy_score"), bf.read_shadow(rec.partitions))
     assert bf.read_live([DRIFT]).filter(F.col("plane_year").isNotNull()).count() == 0, "not promoted: null"
     assert sorted(bf.read_live([DRIFT]).drop("plane_year").collect()) == sorted(drift_before)
 
