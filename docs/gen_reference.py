@@ -126,6 +126,24 @@ def config_page() -> str:
         "[Concepts](../concepts.md).",
         "",
     ]
+    lines += _model_sections(order, used_at)
+    from shadow_backfill.pipeline.spec import PipelineSpec
+
+    order, used_at = walk(PipelineSpec)
+    lines += [
+        "## The pipeline file",
+        "",
+        "A pipeline file (`shadow-backfill pipeline ...`) lists backfill configs as layers of one",
+        "backfill; its keys, from `shadow_backfill/pipeline/spec.py`. A guide:",
+        "[Pipelines of several tables](../guides/pipelines.md).",
+        "",
+        *_model_sections(order, used_at),
+    ]
+    return "\n".join(lines)
+
+
+def _model_sections(order: list[type[BaseModel]], used_at: dict[type[BaseModel], list[str]]) -> list[str]:
+    lines: list[str] = []
     for model in order:
         doc = " ".join((model.__doc__ or "").split())
         lines += [f"## {model.__name__}", ""]
@@ -141,7 +159,7 @@ def config_page() -> str:
             typ = type_text(field.annotation, list(field.metadata))
             lines.append(f"| `{name}` | {cell(typ)} | {cell(default_text(field))} | {cell(field.description or '')} |")
         lines.append("")
-    return "\n".join(lines)
+    return lines
 
 
 # ---- reference/cli.md ------------------------------------------------------------------------
@@ -182,6 +200,19 @@ def usage(name: str, command: Any) -> str:
     return f"shadow-backfill {name} {' '.join(args)} [OPTIONS]".replace("  ", " ")
 
 
+def _leaf_commands(group: Any, prefix: str = "") -> dict[str, Any]:
+    """Every command by its full name: a group's (`pipeline`) as `pipeline run`, and so on."""
+    out: dict[str, Any] = {}
+    for name, command in group.commands.items():
+        if getattr(command, "hidden", False):
+            continue
+        if hasattr(command, "commands"):
+            out.update(_leaf_commands(command, f"{prefix}{name} "))
+        else:
+            out[f"{prefix}{name}"] = command
+    return out
+
+
 def cli_page() -> str:
     import typer.main
 
@@ -200,10 +231,10 @@ def cli_page() -> str:
         "| command | what it does |",
         "|---|---|",
     ]
-    commands = {n: c for n, c in group.commands.items() if not getattr(c, "hidden", False)}
+    commands = _leaf_commands(group)
     for name, command in commands.items():
         first = (command.help or "").strip().split("\n\n")[0]
-        lines.append(f"| [`{name}`](#{name}) | {cell(first)} |")
+        lines.append(f"| [`{name}`](#{name.replace(' ', '-')}) | {cell(first)} |")
     lines.append("")
     for name, command in commands.items():
         lines += [f"## {name}", "", "```text", usage(name, command), "```", ""]

@@ -12,6 +12,7 @@ from shadow_backfill.errors import ConfigError, RefusedError, ShadowBackfillErro
 
 if TYPE_CHECKING:
     from shadow_backfill.api import Backfill
+    from shadow_backfill.pipeline.runner import Pipeline
     from shadow_backfill.recompute import RunOptions, RunResult
 
 # What needs PySpark is imported on first use, so that `import shadow_backfill` (the config,
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 # imports PySpark.
 _LAZY = {
     "Backfill": "shadow_backfill.api",
+    "Pipeline": "shadow_backfill.pipeline.runner",
     "RunOptions": "shadow_backfill.recompute",
     "RunResult": "shadow_backfill.recompute",
 }
@@ -37,6 +39,7 @@ __all__ = [
     "Backfill",
     "BackfillConfig",
     "ConfigError",
+    "Pipeline",
     "RefusedError",
     "RunOptions",
     "RunResult",

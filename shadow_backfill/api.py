@@ -29,7 +29,7 @@ from shadow_backfill.report import ReportData, write_reports
 from shadow_backfill.rollback import Rollback
 from shadow_backfill.session import ensure_warehouse, open_session
 from shadow_backfill.state import PartitionRecord, PromotionRecord, StateStore, VerdictRecord
-from shadow_backfill.transform import Transform, load_transform
+from shadow_backfill.transform import Inputs, Transform, load_transform
 from shadow_backfill.validate.validator import ValidationResult, Validator
 from shadow_backfill.vocabulary import CheckStatus
 
@@ -67,16 +67,23 @@ class BackfillResult:
 class Backfill:
     """Everything the tool does for one config. Spark and the state store open lazily."""
 
-    def __init__(self, config: BackfillConfig, spark: SparkSession | None = None) -> None:
+    def __init__(self, config: BackfillConfig, spark: SparkSession | None = None, inputs: Inputs | None = None) -> None:
+        """`inputs`: a pipeline's upstream layers, given to a transform that takes them."""
         self.config = config
         self.scheme = PartitionScheme.from_spec(config.partition)
         self._spark = spark
+        self._inputs = inputs
 
     @classmethod
     def from_config(cls, path: str | Path, spark: SparkSession | None = None) -> Backfill:
         return cls(load_config(path), spark)
 
     # ---- the moving parts, opened on first use ---------------------------------------------------
+
+    def share_session(self, spark: SparkSession) -> None:
+        """Use this session rather than open one: a pipeline's layers share one session, so each
+        reads its upstream's shadow through it."""
+        self._spark = spark
 
     @property
     def spark(self) -> SparkSession:
@@ -118,7 +125,7 @@ class Backfill:
     @cached_property
     def transform(self) -> Transform:
         self.table_format  # noqa: B018 - settles the scheme against the live table first
-        return load_transform(self.config, self.scheme)
+        return load_transform(self.config, self.scheme, self._inputs)
 
     @property
     def live_table(self) -> str:

@@ -530,11 +530,7 @@ def parse_config(data: Any, *, source: str = "config", base_dir: Path | None = N
     try:
         cfg = BackfillConfig.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = _field_path(tuple(first["loc"]))
-        msg = first["msg"].removeprefix("Value error, ")  # our validators say what is wrong themselves
-        more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-        raise ConfigError(f"{source}: field '{field}': {msg}{more}") from None
+        raise ConfigError(first_error(exc, source)) from None
     cfg.base_dir = (base_dir or Path.cwd()).resolve()
     return cfg
 
@@ -639,11 +635,10 @@ def read_text_file(path: Path, what: str, max_bytes: int | None = None) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def load_config(path: str | Path) -> BackfillConfig:
-    """Read and validate a YAML config; relative paths in it are relative to the file. Its size
-    and nesting are bounded (MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH): a usage error naming the file."""
-    p = Path(path)
-    text = read_text_file(p, "config file", MAX_CONFIG_BYTES)
+def read_yaml(p: Path, what: str) -> tuple[Any, str]:
+    """A YAML file's data and text, as configs are read: bounded in size and nesting, no
+    duplicate keys, no arbitrary objects; every problem a ConfigError naming the file."""
+    text = read_text_file(p, what, MAX_CONFIG_BYTES)
     try:
         data = yaml.load(text, Loader=_BoundedLoader)  # a SafeLoader subclass: no arbitrary objects
     except (_DuplicateKeyError, _TooDeepError) as exc:
@@ -654,6 +649,23 @@ def load_config(path: str | Path) -> BackfillConfig:
         raise ConfigError(f"{p}: nested more than {MAX_CONFIG_DEPTH} levels deep (through aliases)") from None
     if nested_deeper_than(data, MAX_CONFIG_DEPTH):
         raise ConfigError(f"{p}: nested more than {MAX_CONFIG_DEPTH} levels deep (through aliases)")
+    return data, text
+
+
+def first_error(exc: ValidationError, source: str) -> str:
+    """Pydantic's first error as one line naming the field (and how many more there are)."""
+    first = exc.errors()[0]
+    field = _field_path(tuple(first["loc"]))
+    msg = first["msg"].removeprefix("Value error, ")  # our validators say what is wrong themselves
+    more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+    return f"{source}: field '{field}': {msg}{more}"
+
+
+def load_config(path: str | Path) -> BackfillConfig:
+    """Read and validate a YAML config; relative paths in it are relative to the file. Its size
+    and nesting are bounded (MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH): a usage error naming the file."""
+    p = Path(path)
+    data, text = read_yaml(p, "config file")
     cfg = parse_config(data, source=str(p), base_dir=p.parent)
     keep_secret(*secret_settings(cfg.spark.conf))
     cfg.config_hash = hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -27,6 +27,9 @@ from shadow_backfill.partitions import PartitionScheme, PartitionValue
 from shadow_backfill.schema import diff_schemas
 
 TransformFn = Callable[[SparkSession, list[PartitionValue]], DataFrame]
+# A pipeline's upstream layers as this run wrote them: layer key -> its shadow rows. Called
+# when a chunk starts, so a layer reads what its upstream holds by then.
+Inputs = Callable[[], dict[str, DataFrame]]
 
 
 @dataclass(frozen=True)
@@ -57,15 +60,34 @@ def _is_connect_dataframe(obj: Any) -> bool:
     return type(obj).__module__.startswith("pyspark.sql.connect")
 
 
-def load_transform(config: BackfillConfig, scheme: PartitionScheme) -> Transform:
+def load_transform(config: BackfillConfig, scheme: PartitionScheme, inputs: Inputs | None = None) -> Transform:
+    """The config's transform; `inputs`: a pipeline's upstream layers (see `Inputs`)."""
     spec = config.transform
     if spec.function is not None:
-        return _load_function(config, scheme, spec.function)
+        return _load_function(config, scheme, spec.function, inputs)
     assert spec.sql is not None
-    return _load_sql(config, scheme)
+    return _load_sql(config, scheme, inputs)
 
 
-def _load_function(config: BackfillConfig, scheme: PartitionScheme, target: str) -> Transform:
+def _takes_inputs(fn: Any, target: str, inputs: Inputs | None) -> bool:
+    """Whether to pass `inputs` as the third argument: the function has a third parameter (by
+    position or named `inputs`). One without a default needs a pipeline to run it."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(positional) < 3:
+        return False
+    if inputs is None and positional[2].default is inspect.Parameter.empty:
+        raise ConfigError(
+            f"transform.function: {target!r} takes a third parameter ({positional[2].name}), the upstream "
+            "layers a pipeline gives it: run it with `shadow-backfill pipeline`"
+        )
+    return inputs is not None
+
+
+def _load_function(config: BackfillConfig, scheme: PartitionScheme, target: str, inputs: Inputs | None) -> Transform:
     for p in reversed(config.transform.python_path):
         path = str(config.resolve(p))
         if path not in sys.path:
@@ -91,14 +113,18 @@ def _load_function(config: BackfillConfig, scheme: PartitionScheme, target: str)
     except (OSError, TypeError):
         source = repr(fn)
     fingerprint = hashlib.sha256(f"{target}\n{source}".encode()).hexdigest()[:16]
+    upstream = inputs if _takes_inputs(fn, target, inputs) else None
 
     def call(spark: SparkSession, keys: Sequence[str]) -> DataFrame:
-        return fn(spark, [scheme.value(k) for k in keys])  # type: ignore[no-any-return]
+        values = [scheme.value(k) for k in keys]
+        if upstream is not None:
+            return fn(spark, values, upstream())  # type: ignore[no-any-return]
+        return fn(spark, values)  # type: ignore[no-any-return]
 
     return Transform(target, fingerprint, call)
 
 
-def _load_sql(config: BackfillConfig, scheme: PartitionScheme) -> Transform:
+def _load_sql(config: BackfillConfig, scheme: PartitionScheme, inputs: Inputs | None) -> Transform:
     assert config.transform.sql is not None
     path = config.resolve(config.transform.sql)
     if not path.is_file():
@@ -112,6 +138,8 @@ def _load_sql(config: BackfillConfig, scheme: PartitionScheme) -> Transform:
         # One parameter-bound query per partition, unioned: Spark binds the typed value, the
         # text is never formatted. The union still runs as one Spark job per chunk.
         _bind_after_parsing(spark)
+        for name, frame in (inputs() if inputs is not None else {}).items():
+            frame.createOrReplaceTempView(name)  # each upstream layer by its key in the pipeline
         frames = [spark.sql(text, args={"partition": scheme.value(k)}) for k in keys]
         return reduce(lambda a, b: a.unionByName(b), frames)
 

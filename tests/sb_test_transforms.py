@@ -255,3 +255,25 @@ def every_value_changed(spark: SparkSession, partitions: list[dt.date]) -> DataF
     """Rows no run of `events_v2` makes (every amount negative): seen in live, they were never validated."""
     CALLED.set()
     return events(spark, partitions).withColumn("amount", F.lit(-1.0) - F.col("amount"))
+
+
+# A three-layer pipeline raw -> staging -> features (tests/e2e/test_pipeline.py): staging's logic
+# changes (amounts doubled), features are staging's amounts plus one; one day is broken in
+# staging (a key lost) and another only in features.
+STAGING_BROKEN = dt.date(2024, 1, 3)
+FEATURES_BROKEN = dt.date(2024, 1, 6)
+
+
+def _lose_key(df: DataFrame, day: dt.date) -> DataFrame:
+    return df.where(~((F.col("ds") == F.lit(day)) & (F.col("id") == 0)))
+
+
+def staging_v2(spark: SparkSession, partitions: list[dt.date], inputs: dict[str, DataFrame]) -> DataFrame:
+    """Reads raw as this run wrote it (its shadow), never raw's live table."""
+    raw = inputs["raw"].where(F.col("ds").isin(partitions))
+    return _lose_key(raw.withColumn("amount", F.col("amount") * 2), STAGING_BROKEN)
+
+
+def features_v2(spark: SparkSession, partitions: list[dt.date], inputs: dict[str, DataFrame]) -> DataFrame:
+    staging = inputs["staging"].where(F.col("ds").isin(partitions))
+    return _lose_key(staging.withColumn("amount", F.col("amount") + 1), FEATURES_BROKEN)

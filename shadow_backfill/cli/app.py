@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from shadow_backfill.cli.output import fail, handle_errors, out, recompute_progress, split_partitions
+from shadow_backfill.cli.pipeline import app as pipeline_app
 from shadow_backfill.cli.render import (
     exit_for_verdicts,
     fail_if_incomplete,
@@ -37,6 +38,8 @@ app = typer.Typer(
     add_completion=False,
     help="Recompute partitions into a shadow table, validate them, and promote only what passes.",
 )
+
+app.add_typer(pipeline_app, name="pipeline")
 
 ConfigArg = typer.Argument(..., help="The backfill config (YAML).", show_default=False)
 

@@ -9,6 +9,7 @@ from shadow_backfill.state.audit import PROMOTE, ROLLBACK, PromotionRecord
 from shadow_backfill.state.db import current_user, utcnow
 from shadow_backfill.state.leases import lock_owner
 from shadow_backfill.state.partitions import PartitionRecord
+from shadow_backfill.state.pipelines import PipelineRecord
 from shadow_backfill.state.schema import metadata
 from shadow_backfill.state.store import SUPPORTED_DIALECTS, StateStore, parse_state_url
 from shadow_backfill.state.verdicts import VerdictRecord
@@ -18,6 +19,7 @@ __all__ = [
     "ROLLBACK",
     "SUPPORTED_DIALECTS",
     "PartitionRecord",
+    "PipelineRecord",
     "PromotionRecord",
     "StateStore",
     "VerdictRecord",

@@ -88,3 +88,20 @@ locks = Table(
     Column("expires_at", DateTime(timezone=True), nullable=False),
     Column("acquired_at", DateTime(timezone=True)),
 )
+
+# One row per promotion (or rollback) of a pipeline's layers as a set; each member is an
+# ordinary promotion in `promotions`, upstream first.
+pipeline_promotions = Table(
+    "pipeline_promotions",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("pipeline", String(1024), nullable=False, index=True),  # the pipeline file's resolved path
+    Column("kind", String(16), nullable=False),  # promote | rollback
+    Column("partitions", Text, nullable=False),  # JSON list of keys
+    Column("members", Text, nullable=False),  # JSON list of [layer, promotion id], in commit order
+    Column("target", String(64)),  # for a rollback: the pipeline promotion it undoes
+    Column("user", String(128)),
+    Column("host", String(255)),
+    Column("at", DateTime(timezone=True)),
+    Column("undone_by", String(64)),
+)

@@ -30,6 +30,7 @@ from shadow_backfill.state.db import first_line
 from shadow_backfill.state.leases import Leases
 from shadow_backfill.state.migrate import add_new_columns
 from shadow_backfill.state.partitions import Partitions, Runs
+from shadow_backfill.state.pipelines import PipelineTrail
 from shadow_backfill.state.schema import metadata
 from shadow_backfill.state.verdicts import VerdictStore
 
@@ -41,7 +42,7 @@ _USERINFO = re.compile(r"^(?P<user>[^:/]*):(?P<password>[^@]*)@")
 _SECRET_PARAM = SECRET_NAME
 
 
-class StateStore(Runs, Partitions, VerdictStore, AuditTrail, Leases):
+class StateStore(Runs, Partitions, VerdictStore, AuditTrail, PipelineTrail, Leases):
     """All reads and writes of run and partition state go through here."""
 
     def __init__(self, url: str) -> None:

@@ -1,0 +1,220 @@
+"""The `shadow-backfill pipeline` commands: the one-table commands over every layer of a
+pipeline file (see `pipeline.runner.Pipeline`). The file and every layer's config are checked
+before PySpark is imported."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from shadow_backfill.cli.output import EXIT_HELD, fail, handle_errors, hold, out, split_partitions
+from shadow_backfill.cli.render import run_summary
+from shadow_backfill.pipeline.spec import load_pipeline
+from shadow_backfill.vocabulary import CheckStatus
+
+if TYPE_CHECKING:
+    from shadow_backfill.pipeline.results import PipelinePromotion, PipelineRun, PipelineValidation
+    from shadow_backfill.pipeline.runner import Pipeline
+
+app = typer.Typer(no_args_is_help=True, help="Backfill several tables as one: layers in dependency order.")
+PipelineArg = typer.Argument(..., help="The pipeline file (YAML).", show_default=False)
+STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "blocked": "magenta"}
+
+
+def open_pipeline(path: Path) -> Pipeline:
+    checked = load_pipeline(path)
+    from shadow_backfill.pipeline.runner import Pipeline
+
+    return Pipeline(checked)
+
+
+def print_run(result: PipelineRun) -> list[str]:
+    """Each layer's recompute; the problems, one phrase each (empty: complete)."""
+    problems = []
+    for key, run in result.runs.items():
+        if run is not None:
+            out.print(run_summary(run, key))
+            if run.failed:
+                problems.append(f"{len(run.failed)} partition(s) of {key} failed")
+        for partition, why in sorted(result.blocked.get(key, {}).items()):
+            out.print(f"{key}: {partition} not recomputed: {why}", markup=False)
+        if result.blocked.get(key):
+            problems.append(f"{len(result.blocked[key])} partition(s) of {key} held back by upstream")
+    return problems
+
+
+def verdict_table(order: list[str], result: PipelineValidation) -> Table:
+    table = Table(title="pipeline verdicts")
+    for head in ["partition", *order, "pipeline", "held back by"]:
+        table.add_column(head)
+    for v in result.verdicts:
+        cells = [Text(str(v.layers.get(k) or "-"), style=STYLE.get(str(v.layers.get(k)), "")) for k in order]
+        table.add_row(
+            Text(v.partition), *cells, Text(str(v.verdict), style=STYLE[str(v.verdict)]), Text(", ".join(v.failed_in))
+        )
+    return table
+
+
+def exit_for(result: PipelineValidation) -> None:
+    counts = result.counts
+    if counts["fail"]:
+        fail(f"{counts['fail']} partition(s) failed in the pipeline")
+    if counts["warn"]:
+        hold(f"{counts['warn']} partition(s) only warn: held for approval")
+
+
+def promoted(promotion: PipelinePromotion) -> str:
+    if promotion.record is None:
+        return "promote: no partition passed in every layer; live is untouched"
+    members = ", ".join(f"{k} {pid}" for k, pid in promotion.record.members)
+    return f"{promotion.record.id}: promoted {len(promotion.partitions)} partition(s) in every layer ({members})"
+
+
+@app.command()
+@handle_errors
+def run(
+    pipeline: Path = PipelineArg,
+    start: str | None = typer.Option(None, help="First partition."),
+    end: str | None = typer.Option(None, help="Last partition (included)."),
+    partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
+    max_parallel: int | None = typer.Option(None, min=1, help="Chunks in flight at once across the pipeline."),
+    force: bool = typer.Option(False, help="Rewrite partitions that are already written."),
+) -> None:
+    """Recompute every layer, upstream first, each reading its upstream layers' shadows."""
+    result = open_pipeline(pipeline).run(
+        start, end, split_partitions(partitions), max_parallel=max_parallel, force=force
+    )
+    if problems := print_run(result):
+        fail("; ".join(problems))
+
+
+@app.command()
+@handle_errors
+def validate(
+    pipeline: Path = PipelineArg,
+    start: str | None = typer.Option(None, help="First partition (default: every recomputed one)."),
+    end: str | None = typer.Option(None, help="Last partition (included)."),
+    partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
+) -> None:
+    """Validate every layer and judge each partition across layers; exit 1 if any fails, 3 if some warn."""
+    p = open_pipeline(pipeline)
+    result = p.validate(start, end, split_partitions(partitions))
+    out.print(verdict_table(p.order, result))
+    exit_for(result)
+
+
+@app.command()
+@handle_errors
+def status(pipeline: Path = PipelineArg, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Each partition's verdict in every layer and for the pipeline (from the state store; no Spark)."""
+    from shadow_backfill.pipeline.report import pipeline_document
+    from shadow_backfill.pipeline.results import PipelineValidation
+
+    p = open_pipeline(pipeline)
+    verdicts = p.verdicts()
+    if as_json:
+        sys.stdout.write(json.dumps(pipeline_document(p.file.name, p.order, verdicts), indent=2) + "\n")
+        return
+    out.print(verdict_table(p.order, PipelineValidation(verdicts)))
+
+
+@app.command()
+@handle_errors
+def promote(
+    pipeline: Path = PipelineArg,
+    partitions: str | None = typer.Option(None, help="Comma-separated partitions (default: every one that passed)."),
+    allow_warn: bool | None = typer.Option(None, "--allow-warn/--no-allow-warn", help="Promote warned partitions."),
+) -> None:
+    """Promote what passed in every layer: one commit per layer, upstream first, undone together on failure."""
+    result = open_pipeline(pipeline).promote(partitions=split_partitions(partitions), allow_warn=allow_warn)
+    if result.record is None:
+        fail("nothing promoted: no partition passed in every layer")
+    out.print(promoted(result))
+
+
+@app.command()
+@handle_errors
+def rollback(
+    pipeline: Path = PipelineArg,
+    promotion: str = typer.Option(..., "--promotion", help="The pipeline promotion id to undo."),
+) -> None:
+    """Undo a pipeline promotion: every layer's promotion, downstream first."""
+    rec = open_pipeline(pipeline).rollback(promotion)
+    members = ", ".join(f"{k} {pid}" for k, pid in rec.members)
+    out.print(f"{rec.id}: undid {rec.target} on {len(rec.partitions)} partition(s) ({members})")
+
+
+@app.command()
+@handle_errors
+def history(
+    pipeline: Path = PipelineArg, as_json: bool = typer.Option(False, "--json", help="Print a JSON list.")
+) -> None:
+    """The pipeline's promotions and rollbacks of the set, oldest first (no Spark)."""
+    recs = open_pipeline(pipeline).history()
+    rows: list[dict[str, Any]] = [r.as_dict() for r in recs]
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
+        return
+    table = Table(title="pipeline history")
+    for head in ("id", "kind", "partitions", "members", "undone by"):
+        table.add_column(head)
+    for r in recs:
+        members = ", ".join(f"{k}: {pid}" for k, pid in r.members)
+        table.add_row(Text(r.id), Text(r.kind), Text(str(len(r.partitions))), Text(members), Text(r.undone_by or ""))
+    out.print(table)
+
+
+@app.command()
+@handle_errors
+def report(
+    pipeline: Path = PipelineArg,
+    out_dir: Path = typer.Option(..., "--out", help="Folder for pipeline.html/.json/.md and each layer's reports."),
+) -> None:
+    """Write the pipeline's report and each layer's (no Spark)."""
+    for kind, path in open_pipeline(pipeline).report(out_dir).items():
+        out.print(f"{kind:9} {path}")
+
+
+@app.command()
+@handle_errors
+def backfill(
+    pipeline: Path = PipelineArg,
+    start: str | None = typer.Option(None, help="First partition."),
+    end: str | None = typer.Option(None, help="Last partition (included)."),
+    partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
+    max_parallel: int | None = typer.Option(None, min=1, help="Chunks in flight at once across the pipeline."),
+    force: bool = typer.Option(False, help="Recompute partitions that are already written."),
+    promote_passing: bool = typer.Option(True, "--promote/--no-promote", help="--no-promote stops after the report."),
+    report_dir: Path | None = typer.Option(None, "--report", help="Report folder (default: report/ beside the file)."),
+) -> None:
+    """The main job over every layer: recompute -> validate -> promote the set -> report."""
+    p = open_pipeline(pipeline)
+    result = p.backfill(
+        start,
+        end,
+        split_partitions(partitions),
+        max_parallel=max_parallel,
+        force=force,
+        promote=promote_passing,
+        report_dir=report_dir,
+    )
+    problems = print_run(result.run)
+    out.print(verdict_table(p.order, result.validation))
+    if result.promotion is not None:
+        out.print(promoted(result.promotion))
+    out.print(f"report: {result.reports['html']}")
+    if not result.validation.ok:
+        problems.append(f"{result.validation.counts['fail']} partition(s) failed in the pipeline")
+    if problems:
+        fail("; ".join(problems))
+    if result.validation.counts[str(CheckStatus.WARN)]:
+        hold(f"{result.validation.counts['warn']} partition(s) only warn: held for approval")
+
+
+__all__ = ["EXIT_HELD", "app"]

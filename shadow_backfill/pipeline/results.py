@@ -1,0 +1,79 @@
+"""What the pipeline commands return: typed results the CLI renders and scripts inspect."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from shadow_backfill.pipeline.gate import PipelineVerdict
+from shadow_backfill.recompute import RunResult
+from shadow_backfill.state.pipelines import PipelineRecord
+from shadow_backfill.vocabulary import CheckStatus
+
+
+@dataclass
+class PipelineRun:
+    """A recompute of every layer: each layer's run (None: nothing to do in it), and per layer
+    the partitions held back because an upstream partition was not ready, with the reason."""
+
+    requested: list[str]
+    runs: dict[str, RunResult | None] = field(default_factory=dict)
+    blocked: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        """Every layer recomputed every requested partition (none failed, held or blocked)."""
+        return all(r is None or r.complete for r in self.runs.values()) and not any(self.blocked.values())
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "requested": len(self.requested),
+            "layers": {
+                key: {
+                    **(run.summary() if run is not None else {"written": 0, "skipped": 0, "failed": 0}),
+                    "blocked": dict(self.blocked.get(key, {})),
+                }
+                for key, run in self.runs.items()
+            },
+        }
+
+
+@dataclass
+class PipelineValidation:
+    """Each partition's verdict in every layer, in the cross-layer checks, and for the pipeline."""
+
+    verdicts: list[PipelineVerdict]
+
+    @property
+    def ok(self) -> bool:
+        return all(v.verdict != CheckStatus.FAIL for v in self.verdicts)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out = {str(s): 0 for s in (CheckStatus.PASS, CheckStatus.WARN, CheckStatus.FAIL)}
+        for v in self.verdicts:
+            out[str(v.verdict)] += 1
+        return out
+
+
+@dataclass
+class PipelinePromotion:
+    """A promotion of the set: the partitions that passed in every layer, and the record (None
+    when nothing passed everywhere)."""
+
+    partitions: list[str]
+    record: PipelineRecord | None
+
+
+@dataclass
+class PipelineBackfill:
+    """The main job over every layer: recompute -> validate -> promote the set -> report."""
+
+    run: PipelineRun
+    validation: PipelineValidation
+    promotion: PipelinePromotion | None
+    reports: dict[str, Any]
+
+    @property
+    def ok(self) -> bool:
+        return self.run.complete and self.validation.ok

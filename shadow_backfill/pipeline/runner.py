@@ -1,0 +1,384 @@
+"""A backfill of several tables as one: layers recomputed upstream first, each reading its
+upstream layers' shadows of this run (never live), judged per layer and across layers, and
+promoted as a set, upstream first, rolled back as a set, downstream first.
+
+Every layer is an ordinary `Backfill` (its own config, suites, contract and history); this
+module only chains them. All layers share one Spark session and one state store, so a layer's
+transform reads its upstream's shadow through the session and a pipeline promotion is one
+record with its members.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+
+from shadow_backfill.api import Backfill
+from shadow_backfill.errors import RefusedError, UsageError
+from shadow_backfill.ledger import new_id
+from shadow_backfill.partitions import PartitionScheme
+from shadow_backfill.pipeline.gate import BLOCKED, PipelineVerdict, pipeline_verdicts, promotable
+from shadow_backfill.pipeline.results import PipelineBackfill, PipelinePromotion, PipelineRun, PipelineValidation
+from shadow_backfill.pipeline.spec import PipelineFile, load_pipeline
+from shadow_backfill.recompute import ProgressCallback, RunResult, first_line
+from shadow_backfill.state import PROMOTE, ROLLBACK, PartitionRecord, PipelineRecord, StateStore
+from shadow_backfill.transform import Inputs
+from shadow_backfill.vocabulary import CheckStatus, PartitionStatus
+
+
+class Pipeline:
+    """Everything the tool does for one pipeline file. Spark opens on first use, from the first
+    layer's config (every layer's Spark settings are the same: `load_pipeline` checks)."""
+
+    def __init__(self, file: PipelineFile, spark: SparkSession | None = None) -> None:
+        self.file = file
+        self._spark = spark
+        # The partitions of the command at hand: what a layer's `inputs` hold of its upstreams.
+        self._window: list[str] = []
+
+    @classmethod
+    def from_file(cls, path: str | Path, spark: SparkSession | None = None) -> Pipeline:
+        return cls(load_pipeline(path), spark)
+
+    @property
+    def order(self) -> list[str]:
+        """The layers, upstream first."""
+        return list(self.file.order)
+
+    @cached_property
+    def layers(self) -> dict[str, Backfill]:
+        """Each layer's Backfill; none opens Spark until a command needs it (`_open`)."""
+        return {key: Backfill(self.file.configs[key], self._spark, self._inputs_for(key)) for key in self.order}
+
+    def _open(self) -> None:
+        """One Spark session for every layer, opened from the first layer's config."""
+        if self._spark is None:
+            self._spark = self.layers[self.order[0]].spark
+        for bf in self.layers.values():
+            bf.share_session(self._spark)
+
+    @property
+    def store(self) -> StateStore:
+        return self.layers[self.order[0]].store
+
+    @property
+    def scheme(self) -> PartitionScheme:
+        """The first layer's partition scheme (every layer's granularity is the same)."""
+        return self.layers[self.order[0]].scheme
+
+    def _inputs_for(self, key: str) -> Inputs | None:
+        """A layer's upstream shadows as this run wrote them: the partitions of the command's
+        range that each upstream has written (a transform filters them as it filters today)."""
+        deps = self.file.depends_on(key)
+        if not deps:
+            return None
+
+        def inputs() -> dict[str, DataFrame]:
+            frames = {}
+            for dep in deps:
+                upstream = self.layers[dep]
+                written = [p for p in self._window if _written(self._records(dep).get(p))]
+                frames[dep] = upstream.read_shadow(written) if written else upstream.read_shadow().limit(0)
+            return frames
+
+        return inputs
+
+    def _records(self, key: str) -> dict[str, PartitionRecord]:
+        bf = self.layers[key]
+        return bf.store.records(bf.shadow_table)
+
+    # ---- which partitions are ready --------------------------------------------------------------
+
+    def _keys(
+        self, start: str | None, end: str | None, partitions: Sequence[str] | None, *, required: bool
+    ) -> list[str]:
+        """The command's partitions: a range or a list, or (where allowed) every partition a
+        layer of the pipeline has recomputed."""
+        if start or end or partitions is not None:
+            return self.scheme.select(start=start, end=end, partitions=partitions)
+        if required:
+            raise UsageError("give --start and --end, or --partitions")
+        known = {p for key in self.order for p in self._records(key)}
+        if not known:
+            raise UsageError(f"nothing recomputed yet in pipeline {self.file.name}: run it first")
+        return self.scheme.sort(known)
+
+    def _allowed(self, key: str) -> set[CheckStatus]:
+        warn_ok = self.layers[key].config.promote.allow_warn
+        return {CheckStatus.PASS, CheckStatus.WARN} if warn_ok else {CheckStatus.PASS}
+
+    def _not_ready(self, key: str, partition: str, blocked: dict[str, dict[str, str]]) -> str | None:
+        """Why a layer's partition may not be recomputed yet (None: it may): an upstream
+        partition blocked, not written, or (gate `upstream_passed`) not passed."""
+        for dep in self.file.depends_on(key):
+            if partition in blocked.get(dep, {}):
+                return f"upstream {dep} is blocked"
+            rec = self._records(dep).get(partition)
+            if not _written(rec):
+                return f"upstream {dep} has no partition {partition} written"
+            if self.file.spec.run.gate == "upstream_passed":
+                verdict = self._fresh_verdict(dep, partition)
+                if verdict not in self._allowed(dep):
+                    return f"upstream {dep} did not pass ({verdict or 'not validated'})"
+        return None
+
+    def _fresh_verdict(self, key: str, partition: str) -> CheckStatus | None:
+        """The layer's verdict of the data it holds now (None: not validated since it was written)."""
+        bf = self.layers[key]
+        verdict = bf.store.verdicts(bf.shadow_table).get(partition)
+        rec = self._records(key).get(partition)
+        if verdict is None or rec is None or verdict.partition_version != rec.shadow_version:
+            return None
+        return CheckStatus(verdict.verdict)
+
+    def _stale(self, key: str, partition: str) -> bool:
+        """The layer's partition was written before one of its upstream partitions: it was
+        computed from data the run has replaced."""
+        mine = self._records(key).get(partition)
+        if not _written(mine) or mine is None or mine.finished_at is None:
+            return False
+        for dep in self.file.depends_on(key):
+            up = self._records(dep).get(partition)
+            if up is not None and up.finished_at is not None and up.finished_at > mine.finished_at:
+                return True
+        return False
+
+    # ---- commands ----------------------------------------------------------------------------
+
+    def run(
+        self,
+        start: str | None = None,
+        end: str | None = None,
+        partitions: list[str] | None = None,
+        *,
+        max_parallel: int | None = None,
+        force: bool = False,
+        on_progress: ProgressCallback | None = None,
+    ) -> PipelineRun:
+        """Recompute every layer, upstream first. A layer's partition waits for its upstream
+        partitions (see `_not_ready`); one written before its upstream was rewritten is redone."""
+        self._open()
+        requested = self._keys(start, end, partitions, required=True)
+        self._window = requested
+        result = PipelineRun(requested)
+        cap = max_parallel or self.file.spec.run.max_parallel
+        for key in self.order:
+            held = {p: why for p in requested if (why := self._not_ready(key, p, result.blocked))}
+            result.blocked[key] = held
+            ready = [p for p in requested if p not in held]
+            stale = [p for p in ready if self._stale(key, p)]
+            result.runs[key] = self._run_layer(key, ready, stale, cap, force, on_progress)
+            if self.file.spec.run.gate == "upstream_passed" and self._has_downstream(key):
+                self._validate_layer(key, ready)
+        return result
+
+    def _has_downstream(self, key: str) -> bool:
+        return any(key in self.file.depends_on(other) for other in self.order)
+
+    def _run_layer(
+        self,
+        key: str,
+        ready: list[str],
+        stale: list[str],
+        cap: int | None,
+        force: bool,
+        on_progress: ProgressCallback | None,
+    ) -> RunResult | None:
+        """One layer's recompute of `ready`; `stale` partitions are rewritten even if written."""
+        bf = self.layers[key]
+        runs = []
+        if stale and not force:
+            runs.append(bf.run(partitions=stale, max_parallel=cap, force=True, on_progress=on_progress))
+        rest = ready if force else [p for p in ready if p not in stale]
+        if rest:
+            runs.append(bf.run(partitions=rest, max_parallel=cap, force=force, on_progress=on_progress))
+        return _merged(runs)
+
+    def _validate_layer(self, key: str, keys: Sequence[str]) -> None:
+        written = [p for p in keys if _written(self._records(key).get(p)) and not self._stale(key, p)]
+        if written:
+            self.layers[key].validate(partitions=written)
+
+    def validate(
+        self, start: str | None = None, end: str | None = None, partitions: list[str] | None = None
+    ) -> PipelineValidation:
+        """Validate every layer's written partitions against its own live table, then judge
+        each partition across the pipeline (`gate.pipeline_verdicts`)."""
+        self._open()
+        keys = self._keys(start, end, partitions, required=False)
+        self._window = keys
+        for key in self.order:
+            self._validate_layer(key, keys)
+        return PipelineValidation(self.verdicts(keys))
+
+    def verdicts(self, keys: Sequence[str] | None = None) -> list[PipelineVerdict]:
+        """Each partition's verdict in every layer (from the store) and for the pipeline."""
+        keys = list(keys) if keys is not None else self._keys(None, None, None, required=False)
+        layers: dict[str, dict[str, str]] = {}
+        rows: dict[str, dict[str, int]] = {}
+        for key in self.order:
+            records = self._records(key)
+            rows[key] = {p: r.rows for p, r in records.items() if _written(r) and r.rows is not None}
+            layers[key] = {}
+            for p in keys:
+                verdict = self._layer_verdict(key, p)
+                if verdict is not None:
+                    layers[key][p] = verdict
+        return pipeline_verdicts(keys, layers, rows, self.file.spec.consistency)
+
+    def _layer_verdict(self, key: str, partition: str) -> str | None:
+        """The layer's verdict on the data it holds now; `blocked` when that data was computed
+        from upstream data since replaced, or when it was held back by its upstream."""
+        deps = self.file.depends_on(key)
+        if any(self._layer_verdict(dep, partition) == BLOCKED for dep in deps):
+            return BLOCKED
+        if any(not _written(self._records(dep).get(partition)) for dep in deps) or self._stale(key, partition):
+            return BLOCKED
+        verdict = self._fresh_verdict(key, partition)
+        if verdict is None and self._not_ready(key, partition, {}) is not None:
+            return BLOCKED
+        return verdict
+
+    def promote(
+        self,
+        start: str | None = None,
+        end: str | None = None,
+        partitions: list[str] | None = None,
+        *,
+        allow_warn: bool | None = None,
+    ) -> PipelinePromotion:
+        """Promote the partitions that passed in every layer, one commit per layer, upstream
+        first; if a layer's commit is refused or fails, the layers committed before it are rolled
+        back. One pipeline record names the layers' promotions."""
+        self._open()
+        keys = self._keys(start, end, partitions, required=False)
+        allowed = {CheckStatus.PASS, CheckStatus.WARN} if allow_warn else {CheckStatus.PASS}
+        if allow_warn is None:
+            allowed = set.intersection(*(self._allowed(k) for k in self.order))
+        chosen = promotable(self.verdicts(keys), allowed)
+        if not chosen:
+            return PipelinePromotion([], None)
+        members = self._promote_layers(chosen, allow_warn)
+        record = PipelineRecord(
+            id=new_id("pipeline"), pipeline=str(self.file.path), kind=PROMOTE, partitions=chosen, members=members
+        )
+        self.store.record_pipeline(record)
+        return PipelinePromotion(chosen, record)
+
+    def _promote_layers(self, keys: list[str], allow_warn: bool | None) -> list[tuple[str, str]]:
+        members: list[tuple[str, str]] = []
+        for key in self.order:
+            try:
+                plan, rec = self.layers[key].promote(keys, allow_warn=allow_warn)
+                if rec is None:
+                    raise RefusedError(f"nothing promoted: {dict(plan.refused)}")
+            except Exception as exc:
+                undone = self._undo(members)
+                raise RefusedError(
+                    f"pipeline promotion stopped at table {key!r}: {first_line(exc)}; "
+                    f"the tables promoted before it were rolled back ({', '.join(undone) or 'none'})"
+                ) from exc
+            members.append((key, rec.id))
+        return members
+
+    def _undo(self, members: Sequence[tuple[str, str]]) -> list[str]:
+        """Roll back layer promotions, downstream first; each one already undone is skipped, so
+        a rollback cut off half-way is finished by running it again."""
+        done = []
+        for key, promotion_id in reversed(members):
+            bf = self.layers[key]
+            rec = bf.store.promotion(promotion_id)
+            if rec is not None and rec.undone_by is None:
+                bf.rollback(promotion_id)
+            done.append(key)
+        return done
+
+    def rollback(self, promotion_id: str) -> PipelineRecord:
+        """Undo a pipeline promotion: each layer's promotion, downstream first."""
+        rec = self.store.pipeline_record(promotion_id)
+        if rec is None or rec.pipeline != str(self.file.path):
+            raise UsageError(f"no pipeline promotion {promotion_id!r} of pipeline {self.file.name}")
+        if rec.kind != PROMOTE:
+            raise UsageError(f"{promotion_id} is a rollback; roll back the promotions themselves")
+        if rec.undone_by is not None:
+            raise UsageError(f"pipeline promotion {promotion_id} was already rolled back by {rec.undone_by}")
+        self._open()
+        members = []
+        for key, layer_promotion in reversed(rec.members):
+            bf = self.layers[key]
+            layer_rec = bf.store.promotion(layer_promotion)
+            if layer_rec is not None and layer_rec.undone_by is None:
+                members.append((key, bf.rollback(layer_promotion).id))
+            elif layer_rec is not None and layer_rec.undone_by is not None:
+                members.append((key, layer_rec.undone_by))
+        out = PipelineRecord(
+            id=new_id("pipeline-rollback"),
+            pipeline=rec.pipeline,
+            kind=ROLLBACK,
+            partitions=rec.partitions,
+            members=members,
+            target=rec.id,
+        )
+        self.store.record_pipeline(out)
+        return out
+
+    def history(self) -> list[PipelineRecord]:
+        """The pipeline's promotions and rollbacks of the set, oldest first (no Spark)."""
+        return self.store.pipeline_records(str(self.file.path))
+
+    def report(self, out_dir: str | Path) -> dict[str, Path]:
+        """Each layer's reports in a folder of its own, and the pipeline's (one calendar per
+        layer and the pipeline verdict, with the layer that failed each partition)."""
+        from shadow_backfill.pipeline.report import write_pipeline_report
+
+        folder = Path(out_dir)
+        layer_reports: dict[str, Path] = {}
+        for key in self.order:
+            if self.layers[key].verdicts():
+                layer_reports[key] = self.layers[key].report(folder / key)["html"]
+        verdicts = self.verdicts()
+        return write_pipeline_report(self.file.name, self.order, verdicts, layer_reports, folder)
+
+    def backfill(
+        self,
+        start: str | None = None,
+        end: str | None = None,
+        partitions: list[str] | None = None,
+        *,
+        max_parallel: int | None = None,
+        force: bool = False,
+        promote: bool = True,
+        report_dir: str | Path | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> PipelineBackfill:
+        """The main job over every layer: recompute -> validate -> promote the set -> report."""
+        run = self.run(start, end, partitions, max_parallel=max_parallel, force=force, on_progress=on_progress)
+        checked = self.validate(partitions=run.requested)
+        promotion = self.promote(partitions=run.requested) if promote else None
+        reports = self.report(report_dir or self.file.path.parent / "report")
+        return PipelineBackfill(run, checked, promotion, reports)
+
+
+def _written(rec: PartitionRecord | None) -> bool:
+    return rec is not None and rec.status == PartitionStatus.WRITTEN
+
+
+def _merged(runs: list[RunResult]) -> RunResult | None:
+    """Two runs of one layer (the stale partitions, then the rest) as one result."""
+    if not runs:
+        return None
+    out = runs[-1]
+    for earlier in runs[:-1]:
+        out.requested = earlier.requested + out.requested
+        out.skipped = earlier.skipped + out.skipped
+        out.written = {**earlier.written, **out.written}
+        out.failed = {**earlier.failed, **out.failed}
+        out.held = {**earlier.held, **out.held}
+        out.chunks = earlier.chunks + out.chunks
+    return out
+
+
+__all__ = ["Pipeline"]

@@ -1,0 +1,160 @@
+"""The pipeline file: which backfill configs are layers of one backfill, what each reads, and
+the checks across layers. Each entry points to an ordinary backfill config, so a table's own
+settings stay where they were; the file adds only the dependencies and the cross-layer rules.
+
+    tables:
+      raw:      {config: raw.yaml}
+      staging:  {config: staging.yaml, depends_on: [raw]}
+      features: {config: features.yaml, depends_on: [staging]}
+    consistency:
+      - {upstream: raw, downstream: staging, rows_ratio: {min: 0.98, max: 1.0}}
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
+
+from shadow_backfill.config import BackfillConfig, first_error, load_config, read_yaml
+from shadow_backfill.errors import ConfigError
+from shadow_backfill.pipeline.graph import layer_order
+
+# A layer's key names the temporary view a SQL transform reads it by, so it is an identifier.
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class TableEntry(_Strict):
+    """One layer of the pipeline."""
+
+    config: str
+    """The layer's backfill config (YAML), relative to the pipeline file."""
+    depends_on: list[str] = Field(default_factory=list)
+    """The layers this one reads: their shadows of this run reach its transform as `inputs`."""
+
+
+class RowsRatio(_Strict):
+    """Downstream rows over upstream rows per partition, on the run's shadows (None: unbounded)."""
+
+    min: float | None = Field(default=None, ge=0)
+    max: float | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> RowsRatio:
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min} is above max {self.max}")
+        return self
+
+
+class Consistency(_Strict):
+    """A check between two layers, per partition: fails the partition in the pipeline."""
+
+    upstream: str
+    downstream: str
+    rows_ratio: RowsRatio
+
+
+class PipelineRunSpec(_Strict):
+    """How the layers' recomputes are chained."""
+
+    gate: Literal["upstream_passed", "written"] = "upstream_passed"
+    """A downstream partition is recomputed once its upstream partitions passed validation
+    (`upstream_passed`), or once they are written (`written`)."""
+    max_parallel: PositiveInt | None = None
+    """Chunks in flight at once across the pipeline (default: each layer's `run.max_parallel`)."""
+
+
+class PipelineSpec(_Strict):
+    """A pipeline file."""
+
+    tables: dict[str, TableEntry]
+    consistency: list[Consistency] = Field(default_factory=list)
+    run: PipelineRunSpec = Field(default_factory=PipelineRunSpec)
+
+    @model_validator(mode="after")
+    def _known(self) -> PipelineSpec:
+        if not self.tables:
+            raise ValueError("a pipeline lists at least one table")
+        for key in self.tables:
+            if not _KEY.match(key):
+                raise ValueError(f"table key {key!r} must be an identifier (letters, digits, _)")
+        for check in self.consistency:
+            for side in (check.upstream, check.downstream):
+                if side not in self.tables:
+                    raise ValueError(f"consistency names table {side!r}, which the pipeline does not list")
+        return self
+
+
+@dataclass(frozen=True)
+class PipelineFile:
+    """A pipeline file read and checked, its layers' configs loaded, in dependency order."""
+
+    path: Path
+    spec: PipelineSpec
+    order: list[str]
+    configs: dict[str, BackfillConfig]
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+    def depends_on(self, key: str) -> list[str]:
+        return list(self.spec.tables[key].depends_on)
+
+
+def load_pipeline(path: str | Path) -> PipelineFile:
+    """Read a pipeline file and every layer's config; refuse, before any work, a cycle, a table
+    the pipeline does not list, two entries writing the same table, and layers that cannot share
+    one Spark session and one state store (different formats, Spark settings, partitioning or
+    state stores)."""
+    p = Path(path)
+    data, _ = read_yaml(p, "pipeline file")
+    spec = _parse(data, str(p))
+    order = layer_order({k: t.depends_on for k, t in spec.tables.items()})
+    configs = {key: load_config(p.parent / spec.tables[key].config) for key in order}
+    _refuse_shared_tables(configs)
+    _refuse_apart(configs)
+    return PipelineFile(p.resolve(), spec, order, configs)
+
+
+def _parse(data: Any, source: str) -> PipelineSpec:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the pipeline must be a YAML mapping, got {type(data).__name__}")
+    try:
+        return PipelineSpec.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(first_error(exc, source)) from None
+
+
+def _refuse_shared_tables(configs: dict[str, BackfillConfig]) -> None:
+    written: dict[str, str] = {}
+    for key, cfg in configs.items():
+        for table in (cfg.live_table, cfg.shadow):
+            if table in written:
+                raise ConfigError(f"pipeline: tables {written[table]!r} and {key!r} both write {table}")
+            written[table] = key
+
+
+def _refuse_apart(configs: dict[str, BackfillConfig]) -> None:
+    """One Spark session and one state store serve the whole pipeline: a pipeline promotion and
+    its members are one record, and a layer reads its upstream's shadow through the session."""
+    first_key, first = next(iter(configs.items()))
+    for key, cfg in configs.items():
+        for what, mine, theirs in (
+            ("format", cfg.format, first.format),
+            ("spark settings", cfg.spark.model_dump(), first.spark.model_dump()),
+            ("state store", cfg.state_url, first.state_url),
+            ("partition granularity", cfg.partition.granularity, first.partition.granularity),
+        ):
+            if mine != theirs:
+                raise ConfigError(
+                    f"pipeline: table {key!r} has another {what} than {first_key!r}; "
+                    "the layers of a pipeline share one Spark session, state store and partitioning"
+                )

@@ -1,0 +1,99 @@
+"""Pipeline promotions in the store: one record for a set of layer promotions made together,
+so the set is rolled back as one."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import socket
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select, update
+
+from shadow_backfill.state.audit import PROMOTE, ROLLBACK
+from shadow_backfill.state.db import Db, aware, current_user, from_row, plain, utcnow
+from shadow_backfill.state.schema import pipeline_promotions
+
+
+@dataclass(frozen=True, kw_only=True)
+class PipelineRecord:
+    """A pipeline promotion (its members: each layer's promotion, upstream first) or the
+    rollback of one (its members: each layer's rollback, downstream first)."""
+
+    id: str
+    pipeline: str
+    kind: str
+    partitions: list[str]
+    members: list[tuple[str, str]] = field(default_factory=list)  # (layer, promotion id)
+    target: str | None = None
+    user: str | None = None
+    host: str | None = None
+    at: dt.datetime | None = None
+    undone_by: str | None = None
+
+    @property
+    def is_rollback(self) -> bool:
+        return self.kind == ROLLBACK
+
+    def as_dict(self) -> dict[str, Any]:
+        out = plain(self)
+        out["members"] = [{"table": layer, "promotion": pid} for layer, pid in self.members]
+        return out
+
+
+def _record(r: Any) -> PipelineRecord:
+    return from_row(
+        PipelineRecord,
+        r,
+        partitions=json.loads(r["partitions"]),
+        members=[(str(a), str(b)) for a, b in json.loads(r["members"])],
+        at=aware(r["at"]),
+    )
+
+
+class PipelineTrail(Db):
+    """Mixed into StateStore: pipeline promotions and their rollbacks."""
+
+    def record_pipeline(self, rec: PipelineRecord) -> None:
+        """Insert a pipeline promotion or rollback; a rollback marks its target undone, in one
+        transaction."""
+        with self._begin() as c:
+            c.execute(
+                pipeline_promotions.insert().values(
+                    {
+                        **rec.__dict__,
+                        "partitions": json.dumps(rec.partitions),
+                        "members": json.dumps([list(m) for m in rec.members]),
+                        "user": rec.user or current_user(),
+                        "host": rec.host or socket.gethostname(),
+                        "at": rec.at or utcnow(),
+                        "undone_by": None,
+                    }
+                )
+            )
+            if rec.target is not None:
+                c.execute(
+                    update(pipeline_promotions).where(pipeline_promotions.c.id == rec.target).values(undone_by=rec.id)
+                )
+
+    def pipeline_records(self, pipeline: str) -> list[PipelineRecord]:
+        with self._connect() as c:
+            rows = (
+                c.execute(
+                    select(pipeline_promotions)
+                    .where(pipeline_promotions.c.pipeline == pipeline)
+                    .order_by(pipeline_promotions.c.at)
+                )
+                .mappings()
+                .all()
+            )
+        return [_record(r) for r in rows]
+
+    def pipeline_record(self, record_id: str) -> PipelineRecord | None:
+        with self._connect() as c:
+            row = c.execute(select(pipeline_promotions).where(pipeline_promotions.c.id == record_id)).mappings().first()
+        return _record(row) if row else None
+
+
+__all__ = ["PROMOTE", "ROLLBACK", "PipelineRecord", "PipelineTrail"]

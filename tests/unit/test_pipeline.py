@@ -1,0 +1,172 @@
+"""The pipeline file, the layers' order and the verdicts across layers: pure code, no Spark."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from shadow_backfill.errors import ConfigError
+from shadow_backfill.pipeline.gate import BLOCKED, PipelineVerdict, pipeline_verdicts, promotable, rows_ratio
+from shadow_backfill.pipeline.graph import downstream_of, layer_order
+from shadow_backfill.pipeline.report import write_pipeline_report
+from shadow_backfill.pipeline.spec import Consistency, load_pipeline
+from shadow_backfill.vocabulary import CheckStatus
+
+
+def test_layers_run_upstream_first_in_the_files_order() -> None:
+    deps = {"features": ["staging"], "raw": [], "staging": ["raw"], "other": []}
+    assert layer_order(deps) == ["raw", "staging", "features", "other"]
+    assert downstream_of(deps, "raw") == {"staging", "features"}
+
+
+@pytest.mark.parametrize(
+    ("deps", "message"),
+    [
+        ({"a": ["b"], "b": ["c"], "c": ["a"]}, "cycle: a -> b -> c -> a"),
+        ({"a": ["a"]}, "'a' depends on itself"),
+        ({"a": ["nope"]}, "'a' depends on 'nope', which the pipeline does not list"),
+    ],
+)
+def test_cycles_and_unknown_tables_are_refused(deps: dict[str, list[str]], message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        layer_order(deps)
+
+
+def _config(folder: Path, name: str, **overrides: Any) -> str:
+    data = {
+        "live_table": f"local.db.{name}",
+        "version": "v2",
+        "format": "iceberg",
+        "partition": {"column": "ds"},
+        "keys": ["id"],
+        "transform": {"function": "m:f"},
+        "spark": {"warehouse": str(folder / "wh")},
+        **overrides,
+    }
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path.name
+
+
+def _pipeline(folder: Path, tables: dict[str, Any], **extra: Any) -> Path:
+    path = folder / "pipeline.yaml"
+    path.write_text(yaml.safe_dump({"tables": tables, **extra}))
+    return path
+
+
+def test_a_pipeline_file_loads_its_layers_in_order(tmp_path: Path) -> None:
+    tables = {
+        "features": {"config": _config(tmp_path, "features"), "depends_on": ["staging"]},
+        "staging": {"config": _config(tmp_path, "staging"), "depends_on": ["raw"]},
+        "raw": {"config": _config(tmp_path, "raw")},
+    }
+    consistency = [{"upstream": "raw", "downstream": "staging", "rows_ratio": {"min": 0.98, "max": 1.0}}]
+    loaded = load_pipeline(_pipeline(tmp_path, tables, consistency=consistency))
+    assert loaded.order == ["raw", "staging", "features"]
+    assert loaded.configs["staging"].live_table == "local.db.staging"
+    assert loaded.spec.run.gate == "upstream_passed" and loaded.name == "pipeline"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"staging": {"live_table": "local.db.raw"}}, "'raw' and 'staging' both write local.db.raw"),
+        ({"staging": {"format": "delta", "live_table": "/x/staging"}}, "'staging' has another format than 'raw'"),
+        ({"staging": {"state": {"url": "sqlite:////tmp/other.db"}}}, "another state store"),
+        ({"staging": {"partition": {"column": "ds", "granularity": "hourly"}}}, "another partition granularity"),
+    ],
+)
+def test_layers_that_cannot_share_a_run_are_refused(tmp_path: Path, change: dict[str, Any], message: str) -> None:
+    tables = {
+        "raw": {"config": _config(tmp_path, "raw")},
+        "staging": {"config": _config(tmp_path, "staging", **change.get("staging", {})), "depends_on": ["raw"]},
+    }
+    with pytest.raises(ConfigError, match=message):
+        load_pipeline(_pipeline(tmp_path, tables))
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"consistency": [{"upstream": "raw", "downstream": "gold", "rows_ratio": {}}]}, "names table 'gold'"),
+        ({"consistency": [{"upstream": "raw", "downstream": "raw", "rows_ratio": {"min": 2, "max": 1}}]}, "min 2"),
+        ({"run": {"gate": "sometimes"}}, "field 'run.gate'"),
+        ({"tables": {}}, "at least one table"),
+        ({"tables": {"bad-key": {"config": "raw.yaml"}}}, "must be an identifier"),
+    ],
+)
+def test_bad_pipeline_files_name_the_field(tmp_path: Path, extra: dict[str, Any], message: str) -> None:
+    tables = {"raw": {"config": _config(tmp_path, "raw")}}
+    with pytest.raises(ConfigError, match=message):
+        load_pipeline(_pipeline(tmp_path, extra.pop("tables", tables), **extra))
+
+
+def test_a_missing_layer_config_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"nope\.yaml.* does not exist"):
+        load_pipeline(_pipeline(tmp_path, {"raw": {"config": "nope.yaml"}}))
+
+
+CHECK = Consistency.model_validate(
+    {"upstream": "raw", "downstream": "staging", "rows_ratio": {"min": 0.98, "max": 1.0}}
+)
+
+
+@pytest.mark.parametrize(
+    ("up", "down", "status"),
+    [
+        (100, 100, "pass"),
+        (100, 98, "pass"),
+        (100, 97, "fail"),
+        (100, 101, "fail"),
+        (0, 0, "pass"),
+        (0, 3, "fail"),
+        (None, 5, "fail"),
+    ],
+)
+def test_rows_ratio(up: int | None, down: int | None, status: str) -> None:
+    assert rows_ratio(CHECK, up, down).status == status
+
+
+def test_a_partition_is_as_good_as_its_worst_layer() -> None:
+    layers = {
+        "raw": {"d1": "pass", "d2": "pass", "d3": "pass", "d4": "pass"},
+        "staging": {"d1": "pass", "d2": "fail", "d3": "pass", "d4": "warn"},
+        "features": {"d1": "pass", "d2": BLOCKED, "d4": "pass"},  # d3 never validated
+    }
+    rows = {
+        "raw": {"d1": 5, "d2": 5, "d3": 5, "d4": 5},
+        "staging": {"d1": 5, "d2": 4, "d3": 5, "d4": 5},
+        "features": {},
+    }
+    verdicts = {v.partition: v for v in pipeline_verdicts(["d1", "d2", "d3", "d4"], layers, rows, [CHECK])}
+    assert verdicts["d1"].verdict == CheckStatus.PASS
+    assert verdicts["d2"].verdict == CheckStatus.FAIL
+    assert verdicts["d2"].failed_in == ["staging", "features", "rows_ratio raw -> staging"]
+    assert verdicts["d3"].verdict == CheckStatus.FAIL and verdicts["d3"].failed_in == ["features"]
+    assert verdicts["d4"].verdict == CheckStatus.WARN
+    assert promotable(list(verdicts.values()), {CheckStatus.PASS}) == ["d1"]
+    assert promotable(list(verdicts.values()), {CheckStatus.PASS, CheckStatus.WARN}) == ["d1", "d4"]
+
+
+def test_the_pipeline_report_escapes_data(tmp_path: Path) -> None:
+    hostile = "<img src=x onerror=alert(1)>"
+    verdicts = [
+        PipelineVerdict(hostile, {"raw": "pass", "staging": "fail"}),
+        PipelineVerdict("d2", {"raw": "pass", "staging": "pass"}),
+    ]
+    paths = write_pipeline_report("p|<b>", ["raw", "staging"], verdicts, {}, tmp_path)
+    page = paths["html"].read_text()
+    assert hostile not in page and "&lt;img src=x" in page
+    assert "<b>" not in paths["markdown"].read_text()
+    doc = json.loads(paths["json"].read_text())
+    assert doc["partitions"][0] == {
+        "partition": hostile,
+        "verdict": "fail",
+        "layers": {"raw": "pass", "staging": "fail"},
+        "checks": [],
+        "failed_in": ["staging"],
+    }
