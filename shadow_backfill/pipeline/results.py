@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shadow_backfill.pipeline.gate import PipelineVerdict
-from shadow_backfill.recompute import RunResult
 from shadow_backfill.state.pipelines import PipelineRecord
 from shadow_backfill.vocabulary import CheckStatus
+
+if TYPE_CHECKING:  # the recompute imports PySpark; `pipeline status` never needs it
+    from shadow_backfill.recompute import RunResult
 
 
 @dataclass

@@ -10,23 +10,41 @@ record with its members.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 
 from shadow_backfill.api import Backfill
-from shadow_backfill.errors import RefusedError, UsageError
-from shadow_backfill.ledger import new_id
+from shadow_backfill.errors import UsageError
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.pipeline.gate import BLOCKED, PipelineVerdict, pipeline_verdicts, promotable
+from shadow_backfill.pipeline.lease import holding_tables
+from shadow_backfill.pipeline.promotion import SetPromotion
 from shadow_backfill.pipeline.results import PipelineBackfill, PipelinePromotion, PipelineRun, PipelineValidation
 from shadow_backfill.pipeline.spec import PipelineFile, load_pipeline
-from shadow_backfill.recompute import ProgressCallback, RunResult, first_line
-from shadow_backfill.state import PROMOTE, ROLLBACK, PartitionRecord, PipelineRecord, StateStore
+from shadow_backfill.recompute import ProgressCallback, RunResult
+from shadow_backfill.state import PartitionRecord, PipelineRecord, StateStore, VerdictRecord
 from shadow_backfill.transform import Inputs
 from shadow_backfill.vocabulary import CheckStatus, PartitionStatus
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def one_at_a_time(method: Callable[Concatenate[Pipeline, P], R]) -> Callable[Concatenate[Pipeline, P], R]:
+    """A command that writes holds every layer's pipeline lease while it runs (`_exclusive`)."""
+
+    @functools.wraps(method)
+    def wrapper(self: Pipeline, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self._exclusive():
+            return method(self, *args, **kwargs)
+
+    return wrapper
 
 
 class Pipeline:
@@ -38,6 +56,9 @@ class Pipeline:
         self._spark = spark
         # The partitions of the command at hand: what a layer's `inputs` hold of its upstreams.
         self._window: list[str] = []
+        self._holding = False
+        self._finished: PipelineRecord | None = None  # a cut-off promotion this command finished
+        self._forget()
 
     @classmethod
     def from_file(cls, path: str | Path, spark: SparkSession | None = None) -> Pipeline:
@@ -53,8 +74,26 @@ class Pipeline:
         """Each layer's Backfill; none opens Spark until a command needs it (`_open`)."""
         return {key: Backfill(self.file.configs[key], self._spark, self._inputs_for(key)) for key in self.order}
 
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """Hold every layer's pipeline lease for the command (`pipeline.lease`); a command
+        inside another (`backfill` runs `run`, `validate`, `promote`) holds it once."""
+        if self._holding:
+            yield
+            return
+        with holding_tables(self.store, [self.layers[k].live_table for k in self.order]):
+            self._holding = True
+            self._finished = None
+            try:
+                self._finish_cut_off()
+                yield
+            finally:
+                self._holding = False
+
     def _open(self) -> None:
-        """One Spark session for every layer, opened from the first layer's config."""
+        """One Spark session for every layer, opened from the first layer's config; the start
+        of every command that writes, so it also drops what earlier commands read."""
+        self._forget()
         if self._spark is None:
             self._spark = self.layers[self.order[0]].spark
         for bf in self.layers.values():
@@ -87,8 +126,26 @@ class Pipeline:
         return inputs
 
     def _records(self, key: str) -> dict[str, PartitionRecord]:
-        bf = self.layers[key]
-        return bf.store.records(bf.shadow_table)
+        """The layer's partition records, read once per step (see `_forget`)."""
+        if key not in self._seen_records:
+            bf = self.layers[key]
+            self._seen_records[key] = bf.store.records(bf.shadow_table)
+        return self._seen_records[key]
+
+    def _verdicts_of(self, key: str) -> dict[str, VerdictRecord]:
+        """The layer's stored verdicts, read once per step (see `_forget`)."""
+        if key not in self._seen_verdicts:
+            bf = self.layers[key]
+            self._seen_verdicts[key] = bf.store.verdicts(bf.shadow_table)
+        return self._seen_verdicts[key]
+
+    def _forget(self) -> None:
+        """Why a cache: judging one partition reads every layer's records and verdicts, so a
+        year of partitions in three layers would read the store tens of thousands of times. It
+        is dropped after every step that writes them (a layer's run or validation) and at the
+        start of every command, so nothing is judged on what a step has since changed."""
+        self._seen_records: dict[str, dict[str, PartitionRecord]] = {}
+        self._seen_verdicts: dict[str, dict[str, VerdictRecord]] = {}
 
     # ---- which partitions are ready --------------------------------------------------------------
 
@@ -127,8 +184,7 @@ class Pipeline:
 
     def _fresh_verdict(self, key: str, partition: str) -> CheckStatus | None:
         """The layer's verdict of the data it holds now (None: not validated since it was written)."""
-        bf = self.layers[key]
-        verdict = bf.store.verdicts(bf.shadow_table).get(partition)
+        verdict = self._verdicts_of(key).get(partition)
         rec = self._records(key).get(partition)
         if verdict is None or rec is None or verdict.partition_version != rec.shadow_version:
             return None
@@ -148,6 +204,7 @@ class Pipeline:
 
     # ---- commands ----------------------------------------------------------------------------
 
+    @one_at_a_time
     def run(
         self,
         start: str | None = None,
@@ -189,19 +246,22 @@ class Pipeline:
     ) -> RunResult | None:
         """One layer's recompute of `ready`; `stale` partitions are rewritten even if written."""
         bf = self.layers[key]
-        runs = []
+        runs: list[RunResult] = []
         if stale and not force:
             runs.append(bf.run(partitions=stale, max_parallel=cap, force=True, on_progress=on_progress))
         rest = ready if force else [p for p in ready if p not in stale]
         if rest:
             runs.append(bf.run(partitions=rest, max_parallel=cap, force=force, on_progress=on_progress))
+        self._forget()
         return _merged(runs)
 
     def _validate_layer(self, key: str, keys: Sequence[str]) -> None:
         written = [p for p in keys if _written(self._records(key).get(p)) and not self._stale(key, p)]
         if written:
             self.layers[key].validate(partitions=written)
+            self._forget()
 
+    @one_at_a_time
     def validate(
         self, start: str | None = None, end: str | None = None, partitions: list[str] | None = None
     ) -> PipelineValidation:
@@ -216,6 +276,7 @@ class Pipeline:
 
     def verdicts(self, keys: Sequence[str] | None = None) -> list[PipelineVerdict]:
         """Each partition's verdict in every layer (from the store) and for the pipeline."""
+        self._forget()
         keys = list(keys) if keys is not None else self._keys(None, None, None, required=False)
         layers: dict[str, dict[str, str]] = {}
         rows: dict[str, dict[str, int]] = {}
@@ -242,6 +303,7 @@ class Pipeline:
             return BLOCKED
         return verdict
 
+    @one_at_a_time
     def promote(
         self,
         start: str | None = None,
@@ -252,7 +314,10 @@ class Pipeline:
     ) -> PipelinePromotion:
         """Promote the partitions that passed in every layer, one commit per layer, upstream
         first; if a layer's commit is refused or fails, the layers committed before it are rolled
-        back. One pipeline record names the layers' promotions."""
+        back (`pipeline.promotion`). A promotion a kill cut off is finished first, and is then
+        what this command did."""
+        if self._finished is not None:
+            return PipelinePromotion(self._finished.partitions, self._finished)
         self._open()
         keys = self._keys(start, end, partitions, required=False)
         allowed = {CheckStatus.PASS, CheckStatus.WARN} if allow_warn else {CheckStatus.PASS}
@@ -261,69 +326,24 @@ class Pipeline:
         chosen = promotable(self.verdicts(keys), allowed)
         if not chosen:
             return PipelinePromotion([], None)
-        members = self._promote_layers(chosen, allow_warn)
-        record = PipelineRecord(
-            id=new_id("pipeline"), pipeline=str(self.file.path), kind=PROMOTE, partitions=chosen, members=members
-        )
-        self.store.record_pipeline(record)
-        return PipelinePromotion(chosen, record)
+        return PipelinePromotion(chosen, self._sets.promote(chosen, allow_warn))
 
-    def _promote_layers(self, keys: list[str], allow_warn: bool | None) -> list[tuple[str, str]]:
-        members: list[tuple[str, str]] = []
-        for key in self.order:
-            try:
-                plan, rec = self.layers[key].promote(keys, allow_warn=allow_warn)
-                if rec is None:
-                    raise RefusedError(f"nothing promoted: {dict(plan.refused)}")
-            except Exception as exc:
-                undone = self._undo(members)
-                raise RefusedError(
-                    f"pipeline promotion stopped at table {key!r}: {first_line(exc)}; "
-                    f"the tables promoted before it were rolled back ({', '.join(undone) or 'none'})"
-                ) from exc
-            members.append((key, rec.id))
-        return members
+    @property
+    def _sets(self) -> SetPromotion:
+        return SetPromotion(self.layers, self.order, self.store, str(self.file.path))
 
-    def _undo(self, members: Sequence[tuple[str, str]]) -> list[str]:
-        """Roll back layer promotions, downstream first; each one already undone is skipped, so
-        a rollback cut off half-way is finished by running it again."""
-        done = []
-        for key, promotion_id in reversed(members):
-            bf = self.layers[key]
-            rec = bf.store.promotion(promotion_id)
-            if rec is not None and rec.undone_by is None:
-                bf.rollback(promotion_id)
-            done.append(key)
-        return done
+    def _finish_cut_off(self) -> None:
+        """Finish a promotion a kill cut off between two layers' commits, before anything else."""
+        record = self._sets.cut_off()
+        if record is not None:
+            self._open()
+            self._finished = self._sets.finish(record)
 
+    @one_at_a_time
     def rollback(self, promotion_id: str) -> PipelineRecord:
         """Undo a pipeline promotion: each layer's promotion, downstream first."""
-        rec = self.store.pipeline_record(promotion_id)
-        if rec is None or rec.pipeline != str(self.file.path):
-            raise UsageError(f"no pipeline promotion {promotion_id!r} of pipeline {self.file.name}")
-        if rec.kind != PROMOTE:
-            raise UsageError(f"{promotion_id} is a rollback; roll back the promotions themselves")
-        if rec.undone_by is not None:
-            raise UsageError(f"pipeline promotion {promotion_id} was already rolled back by {rec.undone_by}")
         self._open()
-        members = []
-        for key, layer_promotion in reversed(rec.members):
-            bf = self.layers[key]
-            layer_rec = bf.store.promotion(layer_promotion)
-            if layer_rec is not None and layer_rec.undone_by is None:
-                members.append((key, bf.rollback(layer_promotion).id))
-            elif layer_rec is not None and layer_rec.undone_by is not None:
-                members.append((key, layer_rec.undone_by))
-        out = PipelineRecord(
-            id=new_id("pipeline-rollback"),
-            pipeline=rec.pipeline,
-            kind=ROLLBACK,
-            partitions=rec.partitions,
-            members=members,
-            target=rec.id,
-        )
-        self.store.record_pipeline(out)
-        return out
+        return self._sets.rollback(promotion_id)
 
     def history(self) -> list[PipelineRecord]:
         """The pipeline's promotions and rollbacks of the set, oldest first (no Spark)."""
@@ -342,6 +362,7 @@ class Pipeline:
         verdicts = self.verdicts()
         return write_pipeline_report(self.file.name, self.order, verdicts, layer_reports, folder)
 
+    @one_at_a_time
     def backfill(
         self,
         start: str | None = None,

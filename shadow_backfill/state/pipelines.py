@@ -9,11 +9,15 @@ import socket
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
 from shadow_backfill.state.audit import PROMOTE, ROLLBACK
 from shadow_backfill.state.db import Db, aware, current_user, from_row, plain, utcnow
 from shadow_backfill.state.schema import pipeline_promotions
+
+# A pipeline promotion is written before its first layer commits and is `promoting` until its
+# last layer has: one still `promoting` when no command holds the pipeline was cut off.
+PROMOTING, DONE = "promoting", "done"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,6 +31,7 @@ class PipelineRecord:
     partitions: list[str]
     members: list[tuple[str, str]] = field(default_factory=list)  # (layer, promotion id)
     target: str | None = None
+    state: str = DONE
     user: str | None = None
     host: str | None = None
     at: dt.datetime | None = None
@@ -77,6 +82,27 @@ class PipelineTrail(Db):
                     update(pipeline_promotions).where(pipeline_promotions.c.id == rec.target).values(undone_by=rec.id)
                 )
 
+    def add_pipeline_member(self, record_id: str, layer: str, promotion_id: str) -> None:
+        """A layer of a pipeline promotion has committed: name its promotion, in commit order."""
+        with self._begin() as c:
+            row = c.execute(select(pipeline_promotions.c.members).where(pipeline_promotions.c.id == record_id)).first()
+            members = [*json.loads(row.members if row is not None else "[]"), [layer, promotion_id]]
+            c.execute(
+                update(pipeline_promotions)
+                .where(pipeline_promotions.c.id == record_id)
+                .values(members=json.dumps(members))
+            )
+
+    def finish_pipeline(self, record_id: str) -> None:
+        with self._begin() as c:
+            c.execute(update(pipeline_promotions).where(pipeline_promotions.c.id == record_id).values(state=DONE))
+
+    def drop_pipeline(self, record_id: str) -> None:
+        """A pipeline promotion that was undone before it finished leaves no record (its layers'
+        promotions and rollbacks stay in each layer's history)."""
+        with self._begin() as c:
+            c.execute(delete(pipeline_promotions).where(pipeline_promotions.c.id == record_id))
+
     def pipeline_records(self, pipeline: str) -> list[PipelineRecord]:
         with self._connect() as c:
             rows = (
@@ -96,4 +122,4 @@ class PipelineTrail(Db):
         return _record(row) if row else None
 
 
-__all__ = ["PROMOTE", "ROLLBACK", "PipelineRecord", "PipelineTrail"]
+__all__ = ["DONE", "PROMOTE", "PROMOTING", "ROLLBACK", "PipelineRecord", "PipelineTrail"]

@@ -100,6 +100,7 @@ pipeline_promotions = Table(
     Column("partitions", Text, nullable=False),  # JSON list of keys
     Column("members", Text, nullable=False),  # JSON list of [layer, promotion id], in commit order
     Column("target", String(64)),  # for a rollback: the pipeline promotion it undoes
+    Column("state", String(16), nullable=False),  # promoting (members still committing) | done
     Column("user", String(128)),
     Column("host", String(255)),
     Column("at", DateTime(timezone=True)),

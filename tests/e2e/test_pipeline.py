@@ -6,6 +6,13 @@ that day too, and a rollback of the set restores all three."""
 from __future__ import annotations
 
 import datetime as dt
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +22,12 @@ import yaml
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 from support import END, QUIET, START, MakeBackfill
+from support.backends import BACKENDS
+from support.processes import killable_cli_env
+from typer.testing import CliRunner
 
 from shadow_backfill import Backfill, Pipeline, RefusedError
+from shadow_backfill.cli import app
 
 STAGING_BROKEN = t.STAGING_BROKEN.isoformat()
 FEATURES_BROKEN = t.FEATURES_BROKEN.isoformat()
@@ -26,16 +37,20 @@ def _same(a: Any, b: Any) -> None:
     assert_df_equality(a, b, ignore_row_order=True, ignore_nullable=True, ignore_column_order=True)
 
 
-def _pipeline(make: MakeBackfill, tmp_path: Path, spark: Any) -> tuple[Pipeline, dict[str, Backfill]]:
+TRANSFORMS = {
+    "raw": {"function": "sb_test_transforms:events"},
+    "staging": {"function": "sb_test_transforms:staging_v2"},
+    "features": {"function": "sb_test_transforms:features_v2"},
+}
+
+
+def _pipeline(
+    make: MakeBackfill, tmp_path: Path, spark: Any, transforms: dict[str, Any] = TRANSFORMS
+) -> tuple[Pipeline, dict[str, Backfill]]:
     """Three layers, each an ordinary config with its live table seeded by the v1 logic, one
     state store for all."""
     state = {"url": f"sqlite:///{tmp_path / 'pipeline-state.db'}"}
-    transforms = {
-        "raw": "sb_test_transforms:events",
-        "staging": "sb_test_transforms:staging_v2",
-        "features": "sb_test_transforms:features_v2",
-    }
-    layers = {key: make(transform={"function": fn}, validation=QUIET, state=state) for key, fn in transforms.items()}
+    layers = {key: make(transform=spec, validation=QUIET, state=state) for key, spec in transforms.items()}
     spec = {
         "tables": {
             "raw": {"config": str(layers["raw"].config_path)},  # type: ignore[attr-defined]
@@ -110,3 +125,89 @@ def test_a_refused_layer_rolls_back_the_layers_before_it(make: MakeBackfill, tmp
     assert sorted(layers["raw"].read_live().collect()) == raw_before
     assert sorted(layers["staging"].read_live().collect()) == staging_before
     assert pipeline.history() == []
+
+
+def test_the_cli_runs_a_pipeline_whose_sql_layer_reads_a_view(make_backfill: MakeBackfill, tmp_path: Path) -> None:
+    """Classic Spark only: the commands' output and exit codes, and a SQL transform reading its
+    upstream as a temporary view named by its key."""
+    sql = tmp_path / "features.sql"
+    sql.write_text("SELECT id, amount + 1 AS amount, cat, ds FROM staging WHERE ds = :partition")
+    pipeline, layers = _pipeline(make_backfill, tmp_path, None, {**TRANSFORMS, "features": {"sql": str(sql)}})
+    path = str(pipeline.file.path)
+    cli = CliRunner()
+
+    # outside a pipeline, a transform that takes `inputs` has nothing to read: exit 2, nothing written
+    alone = cli.invoke(app, ["run", str(layers["staging"].config_path), "--start", START, "--end", END])  # type: ignore[attr-defined]
+    assert alone.exit_code == 2 and "takes a third parameter (inputs)" in alone.output, alone.output
+
+    # another pipeline command (on another host) holds staging: refused before any work
+    store = layers["raw"].store
+    store.acquire([f"pipeline:{layers['staging'].live_table}"], "elsewhere:1:pipeline-x", 60)
+    busy = cli.invoke(app, ["pipeline", "run", path, "--start", START, "--end", END])
+    assert busy.exit_code == 1 and "is in another pipeline command, pipeline-x (pid 1 on elsewhere)" in busy.output
+    assert layers["raw"].status() == [], "nothing was recomputed"
+    store.release("elsewhere:1:pipeline-x")
+
+    done = cli.invoke(
+        app, ["pipeline", "backfill", path, "--start", START, "--end", END, "--report", str(tmp_path / "r")]
+    )
+    assert done.exit_code == 1, done.output  # the day broken in staging fails the pipeline
+    assert f"features: {STAGING_BROKEN} not recomputed: upstream staging did not pass (fail)" in done.output
+    assert "promoted 9 partition(s) in every layer" in done.output
+    good = [d for d in layers["raw"].scheme.expand(START, END) if d != STAGING_BROKEN]
+    staged = layers["staging"].read_shadow(good).withColumn("amount", F.col("amount") + 1)
+    _same(layers["features"].read_live(good), staged)
+
+    status = json.loads(cli.invoke(app, ["pipeline", "status", path, "--json"]).stdout)
+    by_day = {p["partition"]: p for p in status["partitions"]}
+    assert by_day[STAGING_BROKEN]["layers"] == {"raw": "pass", "staging": "fail", "features": "blocked"}
+    history = json.loads(cli.invoke(app, ["pipeline", "history", path, "--json"]).stdout)
+    assert [h["kind"] for h in history] == ["promote"]
+    assert [m["table"] for m in history[0]["members"]] == ["raw", "staging", "features"]
+    undo = cli.invoke(app, ["pipeline", "rollback", path, "--promotion", history[0]["id"]])
+    assert undo.exit_code == 0 and f"undid {history[0]['id']}" in undo.output, undo.output
+    again = cli.invoke(app, ["pipeline", "rollback", path, "--promotion", history[0]["id"]])
+    assert again.exit_code == 2 and "already rolled back" in again.output
+
+
+def _named_a_layer(db: Path) -> bool:
+    with sqlite3.connect(db) as c:
+        rows = c.execute("SELECT members FROM pipeline_promotions").fetchall()
+    return any(json.loads(members) for (members,) in rows)
+
+
+@pytest.mark.parametrize("backend", [b for b in BACKENDS if b.id in ("iceberg", "delta-sail")], indirect=True)
+def test_a_promotion_killed_between_layers_is_finished_by_the_next_command(make: MakeBackfill, tmp_path: Path) -> None:
+    """kill -9 of `pipeline promote` once the first layer has committed: live holds a new raw
+    beside an old staging until the next pipeline command, which finishes the set."""
+    probe = make(seed_live=False)
+    pipeline, layers = _pipeline(make, tmp_path, probe.spark)
+    pipeline.run(START, END)
+    pipeline.validate()
+    good = [d for d in probe.scheme.expand(START, END) if d not in (STAGING_BROKEN, FEATURES_BROKEN)]
+    broken_before = {key: sorted(layers[key].read_live([STAGING_BROKEN]).collect()) for key in pipeline.order}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "shadow_backfill.cli", "pipeline", "promote", str(pipeline.file.path)],
+        env=killable_cli_env(layers["raw"], 0),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and not _named_a_layer(tmp_path / "pipeline-state.db"):
+        assert time.monotonic() < deadline, "the promotion neither committed a layer nor ended"
+        time.sleep(0.01)
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, "the promotion ended before the kill"
+
+    rerun = Pipeline.from_file(pipeline.file.path, spark=probe.spark)
+    assert [(r.state, r.members[0][0]) for r in rerun.history()] == [("promoting", "raw")]
+    finished = rerun.promote()
+    assert finished.record is not None and finished.record.state == "done"
+    assert [layer for layer, _ in finished.record.members] == ["raw", "staging", "features"]
+    for key in rerun.order:
+        _same(layers[key].read_live(good), layers[key].read_shadow(good))
+        assert sorted(layers[key].read_live([STAGING_BROKEN]).collect()) == broken_before[key]
+    assert [r.state for r in rerun.history()] == ["done"]

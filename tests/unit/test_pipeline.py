@@ -170,3 +170,45 @@ def test_the_pipeline_report_escapes_data(tmp_path: Path) -> None:
         "checks": [],
         "failed_in": ["staging"],
     }
+
+
+def test_a_bad_pipeline_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from shadow_backfill.cli import app
+
+    tables = {
+        "a": {"config": _config(tmp_path, "a"), "depends_on": ["b"]},
+        "b": {"config": _config(tmp_path, "b"), "depends_on": ["a"]},
+    }
+    for command in ("status", "run", "backfill", "history"):
+        result = CliRunner().invoke(app, ["pipeline", command, str(_pipeline(tmp_path, tables))])
+        assert result.exit_code == 2, result.output
+        assert result.output.strip().splitlines() == ["error: pipeline: the dependencies form a cycle: a -> b -> a"]
+
+
+def test_the_store_keeps_a_pipeline_promotion_as_its_layers_land(tmp_path: Path) -> None:
+    from shadow_backfill.state import PipelineRecord, StateStore
+    from shadow_backfill.state.pipelines import DONE, PROMOTING
+
+    store = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
+    rec = PipelineRecord(id="p1", pipeline="/x/pipeline.yaml", kind="promote", partitions=["d1"], state=PROMOTING)
+    store.record_pipeline(rec)
+    store.add_pipeline_member("p1", "raw", "promote-1")
+    assert [(r.state, r.members) for r in store.pipeline_records("/x/pipeline.yaml")] == [
+        (PROMOTING, [("raw", "promote-1")])
+    ]
+    store.add_pipeline_member("p1", "staging", "promote-2")
+    store.finish_pipeline("p1")
+    got = store.pipeline_record("p1")
+    assert got is not None and got.state == DONE and got.members == [("raw", "promote-1"), ("staging", "promote-2")]
+    assert got.as_dict()["members"] == [
+        {"table": "raw", "promotion": "promote-1"},
+        {"table": "staging", "promotion": "promote-2"},
+    ]
+    undo = PipelineRecord(id="r1", pipeline="/x/pipeline.yaml", kind="rollback", partitions=["d1"], target="p1")
+    store.record_pipeline(undo)
+    assert store.pipeline_record("p1").undone_by == "r1"  # type: ignore[union-attr]
+    store.drop_pipeline("r1")
+    assert [r.id for r in store.pipeline_records("/x/pipeline.yaml")] == ["p1"]
+    assert store.pipeline_records("/other.yaml") == []

@@ -1,0 +1,141 @@
+"""Promotion of a pipeline's layers as a set, and its rollback.
+
+Each layer commits as a single table does (one commit bound to what was validated), upstream
+first. The set's record is written before the first commit and stays `promoting` until the
+last, naming each layer's promotion as it lands: a kill between two commits leaves a record
+that says so, and the next pipeline command finishes that set before anything else (the
+remaining layers' validations still hold, since only upstream live tables changed). If a
+layer's commit is refused or fails, the layers committed before it are rolled back and the
+record is dropped, so readers see a new upstream beside an old downstream only between two
+commits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+from shadow_backfill.api import Backfill
+from shadow_backfill.errors import RefusedError, UsageError
+from shadow_backfill.ledger import new_id
+from shadow_backfill.recompute import first_line
+from shadow_backfill.state import PROMOTE, ROLLBACK, PipelineRecord, PromotionRecord, StateStore, utcnow
+from shadow_backfill.state.pipelines import DONE, PROMOTING
+
+
+class SetPromotion:
+    """Promotes, finishes and rolls back the sets of one pipeline (`pipeline`: its file's path)."""
+
+    def __init__(self, layers: Mapping[str, Backfill], order: Sequence[str], store: StateStore, pipeline: str) -> None:
+        self.layers = layers
+        self.order = list(order)
+        self.store = store
+        self.pipeline = pipeline
+
+    def promote(self, keys: list[str], allow_warn: bool | None) -> PipelineRecord:
+        record = PipelineRecord(
+            id=new_id("pipeline"), pipeline=self.pipeline, kind=PROMOTE, partitions=keys, state=PROMOTING, at=utcnow()
+        )
+        self.store.record_pipeline(record)
+        return self._commit_layers(record, [], allow_warn)
+
+    def _commit_layers(
+        self, record: PipelineRecord, members: list[tuple[str, str]], allow_warn: bool | None
+    ) -> PipelineRecord:
+        """Commit every layer not yet in `members`, upstream first; on a refusal or a failure,
+        roll back the members and drop the record."""
+        landed = {key for key, _ in members}
+        for key in self.order:
+            if key in landed:
+                continue
+            try:
+                plan, rec = self.layers[key].promote(record.partitions, allow_warn=allow_warn)
+                if rec is None:
+                    raise RefusedError(f"nothing promoted: {dict(plan.refused)}")
+            except Exception as exc:
+                undone = self.undo(members)
+                self.store.drop_pipeline(record.id)
+                raise RefusedError(
+                    f"pipeline promotion stopped at table {key!r}: {first_line(exc)}; "
+                    f"the tables promoted before it were rolled back ({', '.join(undone) or 'none'})"
+                ) from exc
+            self.store.add_pipeline_member(record.id, key, rec.id)
+            members.append((key, rec.id))
+        self.store.finish_pipeline(record.id)
+        return dataclasses.replace(record, members=members, state=DONE)
+
+    def cut_off(self) -> PipelineRecord | None:
+        """A promotion of this pipeline a kill left `promoting` (the caller holds the pipeline's
+        lease, so no command is promoting it now)."""
+        found = [r for r in self.store.pipeline_records(self.pipeline) if r.kind == PROMOTE and r.state == PROMOTING]
+        return found[0] if found else None
+
+    def finish(self, record: PipelineRecord) -> PipelineRecord:
+        """Commit the layers a cut-off promotion had not committed yet (or roll it back if one is
+        refused now)."""
+        return self._commit_layers(record, self._landed(record), allow_warn=True)
+
+    def _landed(self, record: PipelineRecord) -> list[tuple[str, str]]:
+        """The layers' promotions of the set: those it names, and any a kill cut off before it
+        could name (a promotion of the same partitions since the record was written). Each
+        layer's history is reconciled first: a commit whose audit row the kill lost is found."""
+        members = list(record.members)
+        named = {key for key, _ in members}
+        for key in self.order:
+            if key in named:
+                continue
+            bf = self.layers[key]
+            bf.history()  # reconciles the store with live's log
+            match = [p for p in bf.store.promotions(bf.live_table) if _same_set(p, record)]
+            if match:
+                members.append((key, match[-1].id))
+        return sorted(members, key=lambda m: self.order.index(m[0]))
+
+    def undo(self, members: Sequence[tuple[str, str]]) -> list[str]:
+        """Roll back layer promotions, downstream first; each one already undone is skipped, so
+        a rollback cut off half-way is finished by running it again."""
+        done = []
+        for key, promotion_id in reversed(members):
+            bf = self.layers[key]
+            rec = bf.store.promotion(promotion_id)
+            if rec is not None and rec.undone_by is None:
+                bf.rollback(promotion_id)
+            done.append(key)
+        return done
+
+    def rollback(self, promotion_id: str) -> PipelineRecord:
+        """Undo a pipeline promotion: each layer's promotion, downstream first."""
+        rec = self.store.pipeline_record(promotion_id)
+        if rec is None or rec.pipeline != self.pipeline:
+            raise UsageError(f"no pipeline promotion {promotion_id!r} of this pipeline")
+        if rec.kind != PROMOTE:
+            raise UsageError(f"{promotion_id} is a rollback; roll back the promotions themselves")
+        if rec.undone_by is not None:
+            raise UsageError(f"pipeline promotion {promotion_id} was already rolled back by {rec.undone_by}")
+        members = []
+        for key, layer_promotion in reversed(rec.members):
+            bf = self.layers[key]
+            layer_rec = bf.store.promotion(layer_promotion)
+            if layer_rec is not None and layer_rec.undone_by is None:
+                members.append((key, bf.rollback(layer_promotion).id))
+            elif layer_rec is not None and layer_rec.undone_by is not None:
+                members.append((key, layer_rec.undone_by))
+        out = PipelineRecord(
+            id=new_id("pipeline-rollback"),
+            pipeline=rec.pipeline,
+            kind=ROLLBACK,
+            partitions=rec.partitions,
+            members=members,
+            target=rec.id,
+        )
+        self.store.record_pipeline(out)
+        return out
+
+
+def _same_set(promotion: PromotionRecord, record: PipelineRecord) -> bool:
+    return (
+        promotion.kind == PROMOTE
+        and promotion.undone_by is None
+        and sorted(promotion.partitions) == sorted(record.partitions)
+        and (promotion.at is None or record.at is None or promotion.at >= record.at)
+    )
