@@ -224,7 +224,7 @@ def test_gate_written_and_a_layer_computed_from_replaced_upstream_data(
     make_backfill: MakeBackfill, tmp_path: Path
 ) -> None:
     """Classic Spark only (the rules are the runner's, the same on every engine)."""
-    pipeline, layers = _pipeline(make_backfill, tmp_path, make_backfill(seed_live=False).spark, run={"gate": "written"})
+    pipeline, _ = _pipeline(make_backfill, tmp_path, make_backfill(seed_live=False).spark, run={"gate": "written"})
     first = pipeline.run(START, END)
     assert first.blocked["features"] == {}, "gate `written`: features go on past staging's failure"
     assert STAGING_BROKEN in first.runs["features"].written  # type: ignore[union-attr]
