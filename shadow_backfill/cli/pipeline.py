@@ -21,6 +21,7 @@ from shadow_backfill.vocabulary import CheckStatus
 if TYPE_CHECKING:
     from shadow_backfill.pipeline.results import PipelinePromotion, PipelineRun, PipelineValidation
     from shadow_backfill.pipeline.runner import Pipeline
+    from shadow_backfill.state import PipelineRecord
 
 app = typer.Typer(no_args_is_help=True, help="Backfill several tables as one: layers in dependency order.")
 PipelineArg = typer.Argument(..., help="The pipeline file (YAML).", show_default=False)
@@ -42,6 +43,8 @@ def print_run(result: PipelineRun) -> list[str]:
             out.print(run_summary(run, key))
             if run.failed:
                 problems.append(f"{len(run.failed)} partition(s) of {key} failed")
+            if run.held:
+                problems.append(f"{key}: {run.held_summary()}")
         for partition, why in sorted(result.blocked.get(key, {}).items()):
             out.print(f"{key}: {partition} not recomputed: {why}", markup=False)
         if result.blocked.get(key):
@@ -69,11 +72,27 @@ def exit_for(result: PipelineValidation) -> None:
         hold(f"{counts['warn']} partition(s) only warn: held for approval")
 
 
-def promoted(promotion: PipelinePromotion) -> str:
+def promoted(promotion: PipelinePromotion) -> list[str]:
+    """What a set promotion did, a line each: a cut-off set finished, the set, what was refused."""
+    lines = []
+    if promotion.finished is not None:
+        lines.append(
+            f"{promotion.finished.id}: finished a promotion cut off by a kill ({_members(promotion.finished)})"
+        )
     if promotion.record is None:
-        return "promote: no partition passed in every layer; live is untouched"
-    members = ", ".join(f"{k} {pid}" for k, pid in promotion.record.members)
-    return f"{promotion.record.id}: promoted {len(promotion.partitions)} partition(s) in every layer ({members})"
+        lines.append("promote: no partition passed in every layer; live is untouched")
+    else:
+        n = len(promotion.partitions)
+        lines.append(f"{promotion.record.id}: promoted {n} partition(s) in every layer ({_members(promotion.record)})")
+    for partition, why in sorted(promotion.refused.items())[:5]:
+        lines.append(f"not promoted: {partition}: {why}")
+    if len(promotion.refused) > 5:
+        lines.append(f"not promoted: {len(promotion.refused) - 5} more partition(s)")
+    return lines
+
+
+def _members(rec: PipelineRecord) -> str:
+    return ", ".join(f"{k} {pid}" for k, pid in rec.members)
 
 
 @app.command()
@@ -128,14 +147,17 @@ def status(pipeline: Path = PipelineArg, as_json: bool = typer.Option(False, "--
 @handle_errors
 def promote(
     pipeline: Path = PipelineArg,
-    partitions: str | None = typer.Option(None, help="Comma-separated partitions (default: every one that passed)."),
+    start: str | None = typer.Option(None, help="First partition (default: every validated one)."),
+    end: str | None = typer.Option(None, help="Last partition (included)."),
+    partitions: str | None = typer.Option(None, help="Comma-separated partitions (all or nothing)."),
     allow_warn: bool | None = typer.Option(None, "--allow-warn/--no-allow-warn", help="Promote warned partitions."),
 ) -> None:
     """Promote what passed in every layer: one commit per layer, upstream first, undone together on failure."""
-    result = open_pipeline(pipeline).promote(partitions=split_partitions(partitions), allow_warn=allow_warn)
-    if result.record is None:
+    result = open_pipeline(pipeline).promote(start, end, split_partitions(partitions), allow_warn=allow_warn)
+    for line in promoted(result):
+        out.print(line, markup=False)
+    if result.record is None and result.finished is None:
         fail("nothing promoted: no partition passed in every layer")
-    out.print(promoted(result))
 
 
 @app.command()
@@ -146,8 +168,7 @@ def rollback(
 ) -> None:
     """Undo a pipeline promotion: every layer's promotion, downstream first."""
     rec = open_pipeline(pipeline).rollback(promotion)
-    members = ", ".join(f"{k} {pid}" for k, pid in rec.members)
-    out.print(f"{rec.id}: undid {rec.target} on {len(rec.partitions)} partition(s) ({members})")
+    out.print(f"{rec.id}: undid {rec.target} on {len(rec.partitions)} partition(s) ({_members(rec)})", markup=False)
 
 
 @app.command()
@@ -162,11 +183,11 @@ def history(
         sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
         return
     table = Table(title="pipeline history")
-    for head in ("id", "kind", "partitions", "members", "undone by"):
+    for head in ("id", "kind", "state", "partitions", "members", "undone by"):
         table.add_column(head)
     for r in recs:
-        members = ", ".join(f"{k}: {pid}" for k, pid in r.members)
-        table.add_row(Text(r.id), Text(r.kind), Text(str(len(r.partitions))), Text(members), Text(r.undone_by or ""))
+        cells = (r.id, r.kind, r.state, str(len(r.partitions)), _members(r), r.undone_by or "")
+        table.add_row(*(Text(c) for c in cells))
     out.print(table)
 
 
@@ -207,7 +228,8 @@ def backfill(
     problems = print_run(result.run)
     out.print(verdict_table(p.order, result.validation))
     if result.promotion is not None:
-        out.print(promoted(result.promotion))
+        for line in promoted(result.promotion):
+            out.print(line, markup=False)
     out.print(f"report: {result.reports['html']}")
     if not result.validation.ok:
         problems.append(f"{result.validation.counts['fail']} partition(s) failed in the pipeline")

@@ -19,8 +19,8 @@ from shadow_backfill.api import Backfill
 from shadow_backfill.errors import RefusedError, UsageError
 from shadow_backfill.ledger import new_id
 from shadow_backfill.recompute import first_line
-from shadow_backfill.state import PROMOTE, ROLLBACK, PipelineRecord, PromotionRecord, StateStore, utcnow
-from shadow_backfill.state.pipelines import DONE, PROMOTING
+from shadow_backfill.state import PROMOTE, ROLLBACK, PipelineRecord, StateStore, utcnow
+from shadow_backfill.state.pipelines import DONE, PROMOTING, UNDOING
 
 
 class SetPromotion:
@@ -53,40 +53,65 @@ class SetPromotion:
                 if rec is None:
                     raise RefusedError(f"nothing promoted: {dict(plan.refused)}")
             except Exception as exc:
-                undone = self.undo(members)
-                self.store.drop_pipeline(record.id)
+                undone = self._abandon(record, members)
                 raise RefusedError(
                     f"pipeline promotion stopped at table {key!r}: {first_line(exc)}; "
                     f"the tables promoted before it were rolled back ({', '.join(undone) or 'none'})"
                 ) from exc
             self.store.add_pipeline_member(record.id, key, rec.id)
             members.append((key, rec.id))
-        self.store.finish_pipeline(record.id)
+        self.store.set_pipeline_state(record.id, DONE)
         return dataclasses.replace(record, members=members, state=DONE)
 
+    def _abandon(self, record: PipelineRecord, members: Sequence[tuple[str, str]]) -> list[str]:
+        """Roll back the layers a set committed and drop its record; marked `undoing` first, so
+        a kill half-way leaves it for the next command to finish undoing."""
+        self.store.set_pipeline_state(record.id, UNDOING)
+        undone = self.undo(members)
+        self.store.drop_pipeline(record.id)
+        return undone
+
     def cut_off(self) -> PipelineRecord | None:
-        """A promotion of this pipeline a kill left `promoting` (the caller holds the pipeline's
-        lease, so no command is promoting it now)."""
-        found = [r for r in self.store.pipeline_records(self.pipeline) if r.kind == PROMOTE and r.state == PROMOTING]
+        """A promotion of this pipeline a kill left `promoting` or `undoing` (the caller holds
+        the pipeline's lease, so no command is working on it now)."""
+        found = [r for r in self.store.pipeline_records(self.pipeline) if r.state in (PROMOTING, UNDOING)]
         return found[0] if found else None
 
-    def finish(self, record: PipelineRecord) -> PipelineRecord:
-        """Commit the layers a cut-off promotion had not committed yet (or roll it back if one is
-        refused now)."""
-        return self._commit_layers(record, self._landed(record), allow_warn=True)
+    def finish(self, record: PipelineRecord) -> PipelineRecord | None:
+        """Finish a cut-off set: commit the layers it had not committed yet (or roll it back if
+        one is refused now, or if it was being undone). None: it was rolled back."""
+        members = self._landed(record)
+        for key, promotion_id in members:
+            if (key, promotion_id) not in record.members:
+                self.store.add_pipeline_member(record.id, key, promotion_id)
+        if record.state == UNDOING:
+            self._abandon(record, members)
+            return None
+        return self._commit_layers(record, members, allow_warn=True)
 
     def _landed(self, record: PipelineRecord) -> list[tuple[str, str]]:
         """The layers' promotions of the set: those it names, and any a kill cut off before it
-        could name (a promotion of the same partitions since the record was written). Each
-        layer's history is reconciled first: a commit whose audit row the kill lost is found."""
+        could name: the layer's latest promotion of the same partitions, not undone and named by
+        no other pipeline promotion. Each layer's history is reconciled first, so a commit
+        whose audit row the kill lost is found too."""
         members = list(record.members)
         named = {key for key, _ in members}
+        elsewhere = {
+            pid for r in self.store.pipeline_records(self.pipeline) if r.id != record.id for _, pid in r.members
+        }
         for key in self.order:
             if key in named:
                 continue
             bf = self.layers[key]
             bf.history()  # reconciles the store with live's log
-            match = [p for p in bf.store.promotions(bf.live_table) if _same_set(p, record)]
+            match = [
+                p
+                for p in bf.store.promotions(bf.live_table)
+                if p.kind == PROMOTE
+                and p.undone_by is None
+                and p.id not in elsewhere
+                and sorted(p.partitions) == sorted(record.partitions)
+            ]
             if match:
                 members.append((key, match[-1].id))
         return sorted(members, key=lambda m: self.order.index(m[0]))
@@ -111,7 +136,9 @@ class SetPromotion:
         if rec.kind != PROMOTE:
             raise UsageError(f"{promotion_id} is a rollback; roll back the promotions themselves")
         if rec.undone_by is not None:
-            raise UsageError(f"pipeline promotion {promotion_id} was already rolled back by {rec.undone_by}")
+            raise RefusedError(f"pipeline promotion {promotion_id} was already rolled back by {rec.undone_by}")
+        if rec.state != DONE:
+            raise RefusedError(f"pipeline promotion {promotion_id} is still {rec.state}: run `pipeline promote` first")
         members = []
         for key, layer_promotion in reversed(rec.members):
             bf = self.layers[key]
@@ -130,12 +157,3 @@ class SetPromotion:
         )
         self.store.record_pipeline(out)
         return out
-
-
-def _same_set(promotion: PromotionRecord, record: PipelineRecord) -> bool:
-    return (
-        promotion.kind == PROMOTE
-        and promotion.undone_by is None
-        and sorted(promotion.partitions) == sorted(record.partitions)
-        and (promotion.at is None or record.at is None or promotion.at >= record.at)
-    )

@@ -60,11 +60,14 @@ class PipelineValidation:
 
 @dataclass
 class PipelinePromotion:
-    """A promotion of the set: the partitions that passed in every layer, and the record (None
-    when nothing passed everywhere)."""
+    """A promotion of the set: the partitions promoted in every layer and the record (None when
+    none was), the partitions that passed but some layer refused (partition -> `layer: why`),
+    and a promotion a kill had cut off that this command finished first."""
 
     partitions: list[str]
     record: PipelineRecord | None
+    refused: dict[str, str] = field(default_factory=dict)
+    finished: PipelineRecord | None = None
 
 
 @dataclass

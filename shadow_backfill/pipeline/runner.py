@@ -20,7 +20,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 from pyspark.sql import DataFrame, SparkSession
 
 from shadow_backfill.api import Backfill
-from shadow_backfill.errors import UsageError
+from shadow_backfill.errors import RefusedError, UsageError
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.pipeline.gate import BLOCKED, PipelineVerdict, pipeline_verdicts, promotable
 from shadow_backfill.pipeline.lease import holding_tables
@@ -113,7 +113,7 @@ class Pipeline:
         range that each upstream has written (a transform filters them as it filters today)."""
         deps = self.file.depends_on(key)
         if not deps:
-            return None
+            return dict  # a first layer's transform may take `inputs` too: it gets none
 
         def inputs() -> dict[str, DataFrame]:
             frames = {}
@@ -253,6 +253,9 @@ class Pipeline:
         if rest:
             runs.append(bf.run(partitions=rest, max_parallel=cap, force=force, on_progress=on_progress))
         self._forget()
+        if bf.config.transform.sql is not None:  # its upstreams' views: no other layer reads them
+            for dep in self.file.depends_on(key):
+                bf.spark.catalog.dropTempView(dep)
         return _merged(runs)
 
     def _validate_layer(self, key: str, keys: Sequence[str]) -> None:
@@ -314,19 +317,33 @@ class Pipeline:
     ) -> PipelinePromotion:
         """Promote the partitions that passed in every layer, one commit per layer, upstream
         first; if a layer's commit is refused or fails, the layers committed before it are rolled
-        back (`pipeline.promotion`). A promotion a kill cut off is finished first, and is then
-        what this command did."""
-        if self._finished is not None:
-            return PipelinePromotion(self._finished.partitions, self._finished)
+        back (`pipeline.promotion`). A promotion a kill cut off is finished first (the result's
+        `finished`)."""
         self._open()
         keys = self._keys(start, end, partitions, required=False)
         allowed = {CheckStatus.PASS, CheckStatus.WARN} if allow_warn else {CheckStatus.PASS}
         if allow_warn is None:
             allowed = set.intersection(*(self._allowed(k) for k in self.order))
         chosen = promotable(self.verdicts(keys), allowed)
-        if not chosen:
-            return PipelinePromotion([], None)
-        return PipelinePromotion(chosen, self._sets.promote(chosen, allow_warn))
+        refused = self._refused(chosen, allow_warn)
+        if refused and partitions is not None:
+            first = sorted(refused)[0]
+            raise RefusedError(f"{first}: {refused[first]} (named partitions are promoted all or none)")
+        chosen = [p for p in chosen if p not in refused]
+        record = self._sets.promote(chosen, allow_warn) if chosen else None
+        return PipelinePromotion(chosen, record, refused, self._finished)
+
+    def _refused(self, keys: list[str], allow_warn: bool | None) -> dict[str, str]:
+        """Partitions some layer's promotion would refuse (live changed after validation, already
+        promoted, rewritten): left out before any layer commits, so one of them cannot make a
+        later layer refuse the set after the earlier layers have committed."""
+        refused: dict[str, str] = {}
+        if not keys:
+            return refused
+        for key in self.order:
+            for partition, why in self.layers[key].plan_promotion(keys, allow_warn=allow_warn).refused.items():
+                refused.setdefault(partition, f"{key}: {why}")
+        return refused
 
     @property
     def _sets(self) -> SetPromotion:

@@ -17,7 +17,9 @@ from shadow_backfill.state.schema import pipeline_promotions
 
 # A pipeline promotion is written before its first layer commits and is `promoting` until its
 # last layer has: one still `promoting` when no command holds the pipeline was cut off.
-PROMOTING, DONE = "promoting", "done"
+# A set being undone after a refused layer is `undoing` until its record is dropped: a kill in
+# between leaves it for the next command to finish undoing, not to finish promoting.
+PROMOTING, UNDOING, DONE = "promoting", "undoing", "done"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,9 +95,9 @@ class PipelineTrail(Db):
                 .values(members=json.dumps(members))
             )
 
-    def finish_pipeline(self, record_id: str) -> None:
+    def set_pipeline_state(self, record_id: str, state: str) -> None:
         with self._begin() as c:
-            c.execute(update(pipeline_promotions).where(pipeline_promotions.c.id == record_id).values(state=DONE))
+            c.execute(update(pipeline_promotions).where(pipeline_promotions.c.id == record_id).values(state=state))
 
     def drop_pipeline(self, record_id: str) -> None:
         """A pipeline promotion that was undone before it finished leaves no record (its layers'
@@ -122,4 +124,4 @@ class PipelineTrail(Db):
         return _record(row) if row else None
 
 
-__all__ = ["DONE", "PROMOTE", "PROMOTING", "ROLLBACK", "PipelineRecord", "PipelineTrail"]
+__all__ = ["DONE", "PROMOTE", "PROMOTING", "ROLLBACK", "UNDOING", "PipelineRecord", "PipelineTrail"]

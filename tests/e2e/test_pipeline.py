@@ -119,18 +119,31 @@ def test_a_refused_layer_rolls_back_the_layers_before_it(make: MakeBackfill, tmp
     layers = pipeline.layers
     pipeline.run(START, END)
     pipeline.validate()
-    raw_before = sorted(layers["raw"].read_live().collect())
-    staging_before = sorted(layers["staging"].read_live().collect())
-    # another writer changes features' live partition after validation: its promotion is refused
+    good = [d for d in probe.scheme.expand(START, END) if d not in (STAGING_BROKEN, FEATURES_BROKEN)]
+    before = {key: sorted(layers[key].read_live().collect()) for key in pipeline.order}
     features = layers["features"]
-    changed = features.read_live(["2024-01-02"]).withColumn("amount", F.col("amount") + 1)
-    features.table_format.overwrite_partitions(features.live_table, changed, ["2024-01-02"])
-
+    # another promotion holds one of features' live partitions: features is refused when it
+    # commits, after raw and staging have committed, and those two are rolled back
+    other = "elsewhere:1:promote-x"
+    features.store.acquire([f"promote:{features.live_table}:2024-01-02"], other, 60)
     with pytest.raises(RefusedError, match=r"stopped at table 'features'.*rolled back \(staging, raw\)"):
         pipeline.promote()
-    assert sorted(layers["raw"].read_live().collect()) == raw_before
-    assert sorted(layers["staging"].read_live().collect()) == staging_before
+    for key in pipeline.order:
+        assert sorted(layers[key].read_live().collect()) == before[key], f"{key} as before"
     assert pipeline.history() == []
+    features.store.release(other)
+
+    # another writer changes features' live partition after validation: the plan leaves that
+    # partition out in every layer before anything commits, and the rest is promoted
+    pipeline.validate()  # the rollbacks moved every live table: the verdicts are bound to versions
+    changed = features.read_live(["2024-01-02"]).withColumn("amount", F.col("amount") + 1)
+    features.table_format.overwrite_partitions(features.live_table, changed, ["2024-01-02"])
+    result = pipeline.promote()
+    assert list(result.refused) == ["2024-01-02"] and result.refused["2024-01-02"].startswith("features: ")
+    assert result.record is not None and result.partitions == [d for d in good if d != "2024-01-02"]
+    assert sorted(layers["raw"].read_live(["2024-01-02"]).collect()) == sorted(
+        r for r in before["raw"] if r["ds"] == dt.date(2024, 1, 2)
+    )
 
 
 def test_the_cli_runs_a_pipeline_whose_sql_layer_reads_a_view(make_backfill: MakeBackfill, tmp_path: Path) -> None:
@@ -173,7 +186,7 @@ def test_the_cli_runs_a_pipeline_whose_sql_layer_reads_a_view(make_backfill: Mak
     undo = cli.invoke(app, ["pipeline", "rollback", path, "--promotion", history[0]["id"]])
     assert undo.exit_code == 0 and f"undid {history[0]['id']}" in undo.output, undo.output
     again = cli.invoke(app, ["pipeline", "rollback", path, "--promotion", history[0]["id"]])
-    assert again.exit_code == 2 and "already rolled back" in again.output
+    assert again.exit_code == 1 and "already rolled back" in again.output
 
 
 def _named_a_layer(db: Path) -> bool:
@@ -193,6 +206,7 @@ def test_a_promotion_killed_between_layers_is_finished_by_the_next_command(make:
     pipeline.validate()
     good = [d for d in probe.scheme.expand(START, END) if d not in (STAGING_BROKEN, FEATURES_BROKEN)]
     broken_before = {key: sorted(layers[key].read_live([STAGING_BROKEN]).collect()) for key in pipeline.order}
+    live_before = {key: sorted(layers[key].read_live().collect()) for key in pipeline.order}
     proc = subprocess.Popen(
         [sys.executable, "-m", "shadow_backfill.cli", "pipeline", "promote", str(pipeline.file.path)],
         env=killable_cli_env(layers["raw"], 0),
@@ -211,13 +225,21 @@ def test_a_promotion_killed_between_layers_is_finished_by_the_next_command(make:
 
     rerun = Pipeline.from_file(pipeline.file.path, spark=probe.spark)
     assert [(r.state, r.members[0][0]) for r in rerun.history()] == [("promoting", "raw")]
-    finished = rerun.promote()
-    assert finished.record is not None and finished.record.state == "done"
-    assert [layer for layer, _ in finished.record.members] == ["raw", "staging", "features"]
+    result = rerun.promote()
+    finished = result.finished
+    assert finished is not None and finished.state == "done"
+    assert [layer for layer, _ in finished.members] == ["raw", "staging", "features"]
+    # the set's partitions are in live now: nothing is left to promote, each refused and named
+    assert result.record is None and sorted(result.refused) == good
+    assert all(why.startswith("raw: ") for why in result.refused.values())
     for key in rerun.order:
         _same(layers[key].read_live(good), layers[key].read_shadow(good))
         assert sorted(layers[key].read_live([STAGING_BROKEN]).collect()) == broken_before[key]
     assert [r.state for r in rerun.history()] == ["done"]
+    undo = rerun.rollback(finished.id)  # every member of the finished set is rolled back
+    assert [layer for layer, _ in undo.members] == ["features", "staging", "raw"]
+    for key in rerun.order:
+        assert sorted(layers[key].read_live().collect()) == live_before[key]
 
 
 def test_gate_written_and_a_layer_computed_from_replaced_upstream_data(

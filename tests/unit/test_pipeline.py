@@ -199,7 +199,7 @@ def test_the_store_keeps_a_pipeline_promotion_as_its_layers_land(tmp_path: Path)
         (PROMOTING, [("raw", "promote-1")])
     ]
     store.add_pipeline_member("p1", "staging", "promote-2")
-    store.finish_pipeline("p1")
+    store.set_pipeline_state("p1", DONE)
     got = store.pipeline_record("p1")
     assert got is not None and got.state == DONE and got.members == [("raw", "promote-1"), ("staging", "promote-2")]
     assert got.as_dict()["members"] == [
