@@ -11,6 +11,7 @@ record with its members.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
@@ -26,8 +27,9 @@ from shadow_backfill.pipeline.gate import BLOCKED, PipelineVerdict, pipeline_ver
 from shadow_backfill.pipeline.lease import holding_tables
 from shadow_backfill.pipeline.promotion import SetPromotion
 from shadow_backfill.pipeline.results import PipelineBackfill, PipelinePromotion, PipelineRun, PipelineValidation
+from shadow_backfill.pipeline.schedule import Task, run_chunks
 from shadow_backfill.pipeline.spec import PipelineFile, load_pipeline
-from shadow_backfill.recompute import ProgressCallback, RunResult
+from shadow_backfill.recompute import ProgressCallback, RunResult, chunked
 from shadow_backfill.state import PartitionRecord, PipelineRecord, StateStore, VerdictRecord
 from shadow_backfill.transform import Inputs
 from shadow_backfill.vocabulary import CheckStatus, PartitionStatus
@@ -127,17 +129,19 @@ class Pipeline:
 
     def _records(self, key: str) -> dict[str, PartitionRecord]:
         """The layer's partition records, read once per step (see `_forget`)."""
-        if key not in self._seen_records:
+        cache = self._seen_records  # a read racing a `_forget` fills the dropped cache, not the new
+        if key not in cache:
             bf = self.layers[key]
-            self._seen_records[key] = bf.store.records(bf.shadow_table)
-        return self._seen_records[key]
+            cache[key] = bf.store.records(bf.shadow_table)
+        return cache[key]
 
     def _verdicts_of(self, key: str) -> dict[str, VerdictRecord]:
         """The layer's stored verdicts, read once per step (see `_forget`)."""
-        if key not in self._seen_verdicts:
+        cache = self._seen_verdicts
+        if key not in cache:
             bf = self.layers[key]
-            self._seen_verdicts[key] = bf.store.verdicts(bf.shadow_table)
-        return self._seen_verdicts[key]
+            cache[key] = bf.store.verdicts(bf.shadow_table)
+        return cache[key]
 
     def _forget(self) -> None:
         """Why a cache: judging one partition reads every layer's records and verdicts, so a
@@ -215,22 +219,46 @@ class Pipeline:
         force: bool = False,
         on_progress: ProgressCallback | None = None,
     ) -> PipelineRun:
-        """Recompute every layer, upstream first. A layer's partition waits for its upstream
-        partitions (see `_not_ready`); one written before its upstream was rewritten is redone."""
+        """Recompute every layer, upstream first, in chunks (`pipeline.schedule`): a chunk of a
+        layer runs once its upstream layers' same chunk is done, beside other layers' chunks, at
+        most `max_parallel` chunks at once. A layer's partition waits for its upstream partitions
+        (see `_not_ready`); one written before its upstream was rewritten is redone."""
         self._open()
         requested = self._keys(start, end, partitions, required=True)
         self._window = requested
-        result = PipelineRun(requested)
-        cap = max_parallel or self.file.spec.run.max_parallel
-        for key in self.order:
-            held = {p: why for p in requested if (why := self._not_ready(key, p, result.blocked))}
-            result.blocked[key] = held
-            ready = [p for p in requested if p not in held]
-            stale = [p for p in ready if self._stale(key, p)]
-            result.runs[key] = self._run_layer(key, ready, stale, cap, force, on_progress)
-            if self.file.spec.run.gate == "upstream_passed" and self._has_downstream(key):
-                self._validate_layer(key, ready)
-        return result
+        first = self.layers[self.order[0]]
+        cap = max_parallel or self.file.spec.run.max_parallel or first.config.run.max_parallel
+        chunks = chunked(requested, max(1, math.ceil(len(requested) / cap)))
+        for bf in self.layers.values():  # loaded once, before threads share them
+            bf.transform  # noqa: B018
+        blocked: dict[str, dict[str, str]] = {key: {} for key in self.order}
+
+        def work(task: Task) -> RunResult | None:
+            key, i = task
+            return self._run_chunk(key, chunks[i], blocked, force, on_progress)
+
+        done = run_chunks(self.order, len(chunks), {k: self.file.depends_on(k) for k in self.order}, cap, work)
+        runs = {key: [r for (k, _), r in sorted(done.items()) if k == key and r is not None] for key in self.order}
+        return PipelineRun(requested, {key: _merged(found) for key, found in runs.items()}, blocked)
+
+    def _run_chunk(
+        self,
+        key: str,
+        chunk: list[str],
+        blocked: dict[str, dict[str, str]],
+        force: bool,
+        on_progress: ProgressCallback | None,
+    ) -> RunResult | None:
+        """One layer's chunk: what is ready recomputed (stale partitions rewritten), then
+        validated if a downstream layer waits for it to pass."""
+        held = {p: why for p in chunk if (why := self._not_ready(key, p, blocked))}
+        blocked[key].update(held)
+        ready = [p for p in chunk if p not in held]
+        stale = [p for p in ready if self._stale(key, p)]
+        run = self._run_layer(key, ready, stale, 1, force, on_progress)
+        if self.file.spec.run.gate == "upstream_passed" and self._has_downstream(key):
+            self._validate_layer(key, ready)
+        return run
 
     def _has_downstream(self, key: str) -> bool:
         return any(key in self.file.depends_on(other) for other in self.order)

@@ -68,7 +68,8 @@ class PipelineRunSpec(_Strict):
     """A downstream partition is recomputed once its upstream partitions passed validation
     (`upstream_passed`), or once they are written (`written`)."""
     max_parallel: PositiveInt | None = None
-    """Chunks in flight at once across the pipeline (default: each layer's `run.max_parallel`)."""
+    """Chunks in flight at once across the whole pipeline, of any layer (default: the first layer's
+    `run.max_parallel`); the range is split into this many chunks."""
 
 
 class PipelineSpec(_Strict):

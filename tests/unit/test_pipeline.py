@@ -212,3 +212,52 @@ def test_the_store_keeps_a_pipeline_promotion_as_its_layers_land(tmp_path: Path)
     store.drop_pipeline("r1")
     assert [r.id for r in store.pipeline_records("/x/pipeline.yaml")] == ["p1"]
     assert store.pipeline_records("/other.yaml") == []
+
+
+def test_chunks_of_layers_run_side_by_side_within_the_cap() -> None:
+    """raw's second chunk is slow: staging's first chunk runs beside it, never before raw's
+    first chunk, and never more than two chunks at once."""
+    import threading
+    import time
+
+    from shadow_backfill.pipeline.schedule import run_chunks
+
+    deps = {"raw": [], "staging": ["raw"], "features": ["staging"]}
+    spans: dict[tuple[str, int], tuple[float, float]] = {}
+    lock = threading.Lock()
+    in_flight = peak = 0
+
+    def work(task: tuple[str, int]) -> str:
+        nonlocal in_flight, peak
+        with lock:
+            in_flight += 1
+            peak = max(peak, in_flight)
+        started = time.monotonic()
+        time.sleep(0.3 if task == ("raw", 1) else 0.02)
+        with lock:
+            in_flight -= 1
+        spans[task] = (started, time.monotonic())
+        return f"{task[0]}-{task[1]}"
+
+    results = run_chunks(["raw", "staging", "features"], 2, deps, 2, work)
+    assert results[("features", 1)] == "features-1" and len(results) == 6
+    assert peak == 2
+    for (layer, i), (start, _) in spans.items():
+        for dep in deps[layer]:
+            assert start >= spans[(dep, i)][1], f"{layer} chunk {i} started before {dep} chunk {i} ended"
+    assert spans[("staging", 0)][0] < spans[("raw", 1)][1], "staging's first chunk ran beside raw's second"
+
+
+def test_a_failed_chunk_ends_the_run_and_is_raised() -> None:
+    from shadow_backfill.pipeline.schedule import run_chunks
+
+    ran: list[tuple[str, int]] = []
+
+    def work(task: tuple[str, int]) -> None:
+        ran.append(task)
+        if task == ("raw", 0):
+            raise RuntimeError("broken chunk")
+
+    with pytest.raises(RuntimeError, match="broken chunk"):
+        run_chunks(["raw", "staging"], 1, {"raw": [], "staging": ["raw"]}, 2, work)
+    assert ran == [("raw", 0)]
