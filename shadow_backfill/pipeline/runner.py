@@ -21,7 +21,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 from pyspark.sql import DataFrame, SparkSession
 
 from shadow_backfill.api import Backfill
-from shadow_backfill.errors import RefusedError, UsageError
+from shadow_backfill.errors import RefusedError, TransformError, UsageError
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.pipeline.gate import BLOCKED, PipelineVerdict, pipeline_verdicts, promotable
 from shadow_backfill.pipeline.lease import holding_tables
@@ -29,7 +29,7 @@ from shadow_backfill.pipeline.promotion import SetPromotion
 from shadow_backfill.pipeline.results import PipelineBackfill, PipelinePromotion, PipelineRun, PipelineValidation
 from shadow_backfill.pipeline.schedule import Task, run_chunks
 from shadow_backfill.pipeline.spec import PipelineFile, load_pipeline
-from shadow_backfill.recompute import ProgressCallback, RunResult, chunked
+from shadow_backfill.recompute import ProgressCallback, RunResult, chunked, first_line
 from shadow_backfill.state import PartitionRecord, PipelineRecord, StateStore, VerdictRecord
 from shadow_backfill.transform import Inputs
 from shadow_backfill.vocabulary import CheckStatus, PartitionStatus
@@ -122,7 +122,14 @@ class Pipeline:
             for dep in deps:
                 upstream = self.layers[dep]
                 written = [p for p in self._window if _written(self._records(dep).get(p))]
-                frames[dep] = upstream.read_shadow(written) if written else upstream.read_shadow().limit(0)
+                # pinned to the version read now: other chunks of the upstream layer may commit
+                # while this chunk's transform runs (Iceberg refuses a scan whose snapshot moved)
+                version = upstream.table_format.current_version(upstream.shadow_table)
+                frames[dep] = (
+                    upstream.read_shadow(written, version)
+                    if written
+                    else upstream.read_shadow(version=version).limit(0)
+                )
             return frames
 
         return inputs
@@ -255,7 +262,11 @@ class Pipeline:
         blocked[key].update(held)
         ready = [p for p in chunk if p not in held]
         stale = [p for p in ready if self._stale(key, p)]
-        run = self._run_layer(key, ready, stale, 1, force, on_progress)
+        try:
+            run = self._run_layer(key, ready, stale, 1, force, on_progress)
+        except TransformError as exc:  # broke before any write: its partitions failed, the rest goes on
+            self._forget()
+            run = RunResult(run_id="", requested=ready, skipped=[], failed=dict.fromkeys(ready, first_line(exc)))
         if self.file.spec.run.gate == "upstream_passed" and self._has_downstream(key):
             self._validate_layer(key, ready)
         return run

@@ -243,12 +243,18 @@ def test_a_promotion_killed_between_layers_is_finished_by_the_next_command(make:
 
 
 def test_gate_written_and_a_layer_computed_from_replaced_upstream_data(
-    make_backfill: MakeBackfill, tmp_path: Path
+    make_backfill: MakeBackfill, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Classic Spark only (the rules are the runner's, the same on every engine)."""
-    pipeline, _ = _pipeline(make_backfill, tmp_path, make_backfill(seed_live=False).spark, run={"gate": "written"})
+    """Classic Spark only (the rules are the runner's, the same on every engine). raw cannot
+    write 2024-01-09 (its transform raises for it)."""
+    monkeypatch.setattr(t, "FAIL_ON", {dt.date(2024, 1, 9)})
+    transforms = {**TRANSFORMS, "raw": {"function": "sb_test_transforms:flaky"}}
+    spark = make_backfill(seed_live=False).spark
+    pipeline, _ = _pipeline(make_backfill, tmp_path, spark, transforms, run={"gate": "written"})
     first = pipeline.run(START, END)
-    assert first.blocked["features"] == {}, "gate `written`: features go on past staging's failure"
+    assert first.blocked["staging"]["2024-01-09"] == "upstream raw has no partition 2024-01-09 written"
+    assert first.blocked["features"]["2024-01-09"] == "upstream staging is blocked"
+    assert STAGING_BROKEN not in first.blocked["features"], "gate `written`: features go on past staging's failure"
     assert STAGING_BROKEN in first.runs["features"].written  # type: ignore[union-attr]
     verdict = {v.partition: v for v in pipeline.validate().verdicts}[STAGING_BROKEN]
     assert verdict.layers["staging"] == "fail" and verdict.verdict == "fail"
