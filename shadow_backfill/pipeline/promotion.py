@@ -13,13 +13,14 @@ commits.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from collections.abc import Mapping, Sequence
 
 from shadow_backfill.api import Backfill
 from shadow_backfill.errors import RefusedError, UsageError
 from shadow_backfill.ledger import new_id
 from shadow_backfill.recompute import first_line
-from shadow_backfill.state import PROMOTE, ROLLBACK, PipelineRecord, StateStore, utcnow
+from shadow_backfill.state import PROMOTE, ROLLBACK, PipelineRecord, PromotionRecord, StateStore, utcnow
 from shadow_backfill.state.pipelines import DONE, PROMOTING, UNDOING
 
 
@@ -111,6 +112,7 @@ class SetPromotion:
                 and p.undone_by is None
                 and p.id not in elsewhere
                 and sorted(p.partitions) == sorted(record.partitions)
+                and _not_before(p, record)
             ]
             if match:
                 members.append((key, match[-1].id))
@@ -157,3 +159,16 @@ class SetPromotion:
         )
         self.store.record_pipeline(out)
         return out
+
+
+# A layer's audit row is stamped by the same driver clock as the set's record; one recovered by
+# reconcile carries its commit's time (the storage's clock), hence the margin.
+CLOCK_MARGIN = dt.timedelta(minutes=5)
+
+
+def _not_before(promotion: PromotionRecord, record: PipelineRecord) -> bool:
+    """The promotion was made after the set's record was written (an older promotion of the same
+    partitions is not one of its layers)."""
+    if promotion.at is None or record.at is None:
+        return False
+    return promotion.at >= record.at - CLOCK_MARGIN

@@ -244,9 +244,20 @@ class Pipeline:
             key, i = task
             return self._run_chunk(key, chunks[i], blocked, force, on_progress)
 
-        done = run_chunks(self.order, len(chunks), {k: self.file.depends_on(k) for k in self.order}, cap, work)
+        try:
+            done = run_chunks(self.order, len(chunks), {k: self.file.depends_on(k) for k in self.order}, cap, work)
+        finally:
+            self._drop_views()
         runs = {key: [r for (k, _), r in sorted(done.items()) if k == key and r is not None] for key in self.order}
         return PipelineRun(requested, {key: _merged(found) for key, found in runs.items()}, blocked)
+
+    def _drop_views(self) -> None:
+        """The temporary views SQL layers read their upstreams by, once every chunk is done (a
+        chunk still running may be about to read them): no other command sees them."""
+        for key in self.order:
+            if self.layers[key].config.transform.sql is not None:
+                for dep in self.file.depends_on(key):
+                    self.layers[key].spark.catalog.dropTempView(dep)
 
     def _run_chunk(
         self,
@@ -292,9 +303,6 @@ class Pipeline:
         if rest:
             runs.append(bf.run(partitions=rest, max_parallel=cap, force=force, on_progress=on_progress))
         self._forget()
-        if bf.config.transform.sql is not None:  # its upstreams' views: no other layer reads them
-            for dep in self.file.depends_on(key):
-                bf.spark.catalog.dropTempView(dep)
         return _merged(runs)
 
     def _validate_layer(self, key: str, keys: Sequence[str]) -> None:
@@ -448,6 +456,9 @@ def _merged(runs: list[RunResult]) -> RunResult | None:
     if not runs:
         return None
     out = runs[-1]
+    versions = [r.shadow_version for r in runs if r.shadow_version is not None]
+    out.shadow_version = max(versions) if versions else None
+    out.run_id = next((r.run_id for r in reversed(runs) if r.run_id), "")
     for earlier in runs[:-1]:
         out.requested = earlier.requested + out.requested
         out.skipped = earlier.skipped + out.skipped

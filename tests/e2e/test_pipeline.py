@@ -125,7 +125,7 @@ def test_a_refused_layer_rolls_back_the_layers_before_it(make: MakeBackfill, tmp
     # another promotion holds one of features' live partitions: features is refused when it
     # commits, after raw and staging have committed, and those two are rolled back
     other = "elsewhere:1:promote-x"
-    features.store.acquire([f"promote:{features.live_table}:2024-01-02"], other, 60)
+    features.store.acquire([f"promote:{features.live_table}:2024-01-02"], other, 3600)
     with pytest.raises(RefusedError, match=r"stopped at table 'features'.*rolled back \(staging, raw\)"):
         pipeline.promote()
     for key in pipeline.order:
