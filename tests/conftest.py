@@ -36,7 +36,7 @@ sys.path.insert(0, str(TESTS))
 from support import class_archive  # noqa: E402
 from support.backends import BACKENDS, ENGINE_BACKENDS, Backend  # noqa: E402
 from support.object_store import BUCKET, OBJECT_STORE, SeaweedS3  # noqa: E402
-from support.processes import metastore_conf  # noqa: E402
+from support.processes import metastore_conf, remove_killed_scratch  # noqa: E402
 from support.settings import (  # noqa: E402
     CLI_JVM,
     CONNECT,
@@ -262,6 +262,13 @@ def s3_spark(
     _use_class_archive(tmp_path_factory)
     yield session
     session.stop()
+
+
+@pytest.fixture(autouse=True)
+def _remove_killed_scratch() -> Iterator[None]:
+    """After each test, the Spark scratch of CLI processes it started (`killable_cli_env`)."""
+    yield
+    remove_killed_scratch()
 
 
 @pytest.fixture

@@ -76,7 +76,10 @@ class SeaweedS3:
         (home / "s3.json").write_text(json.dumps(identities))
         args = [weed, "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={home / 'data'}", "-s3"]
         args += [f"-s3.config={home / 's3.json'}", "-s3.port.iceberg=0", "-s3.port.lance=0"]
-        args += ["-master.volumeSizeLimitMB=64", "-volume.max=0"]
+        # A fixed volume count and an absolute free-space floor: by default SeaweedFS sizes both
+        # from the disk (volumes: free space / size limit; read-only below 1% free), so on a
+        # nearly full CI disk every write failed with "no writable volumes" (seen in CI).
+        args += ["-master.volumeSizeLimitMB=64", "-volume.max=100", "-volume.minFreeSpace=256MiB"]
         args += [f"-{name}={port}" for name, port in ports.items()]
         log = home / "weed.log"
         with log.open("wb") as out:

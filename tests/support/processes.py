@@ -29,11 +29,24 @@ def state_count(db: str, sql: str) -> int | None:
     return None
 
 
+# Spark scratch folders of CLI processes a test started, removed after each test by the autouse
+# fixture `_remove_killed_scratch` (conftest): with the s3 group's AWS SDK bundle each killed
+# process leaves a 760 MB copy of its jars, and a CI group keeps its temporary folder until it ends.
+KILLED_SCRATCH: list[Path] = []
+
+
+def remove_killed_scratch() -> None:
+    """Remove the scratch of every CLI process started since the last call."""
+    while KILLED_SCRATCH:
+        shutil.rmtree(KILLED_SCRATCH.pop(), ignore_errors=True)
+
+
 def killable_cli_env(bf: Backfill, slow_seconds: float) -> dict[str, str]:
     """The environment of a CLI process a test will kill with SIGKILL. A killed JVM runs no
-    shutdown hook, so its Spark scratch (the session's copy of every jar, up to 130 MB) would stay
-    in /tmp for good: it goes to the backfill's own temporary folder, which pytest prunes."""
+    shutdown hook, so its Spark scratch (the session's copy of every jar, up to 760 MB) would stay
+    in /tmp for good: it goes to the backfill's own temporary folder, removed after the test."""
     scratch = Path(bf.config_path).parent / "spark-scratch"  # type: ignore[attr-defined]
+    KILLED_SCRATCH.append(scratch)
     return {
         **os.environ,
         "SB_SLOW_SECONDS": str(slow_seconds),
