@@ -8,9 +8,10 @@ bf.read_shadow(["2024-01-05"]).show()
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -27,11 +28,14 @@ from shadow_backfill.promote import Promoter, PromotionPlan
 from shadow_backfill.recompute import ProgressCallback, Recompute, RunOptions, RunResult
 from shadow_backfill.report import ReportData, write_reports
 from shadow_backfill.rollback import Rollback
+from shadow_backfill.run_plan import RunPlan, plan_run
 from shadow_backfill.session import ensure_warehouse, open_session
-from shadow_backfill.state import PartitionRecord, PromotionRecord, StateStore, VerdictRecord
+from shadow_backfill.state import PartitionRecord, PromotionRecord, StateStore, VerdictRecord, store_exists
+from shadow_backfill.timebox import TimeBox
 from shadow_backfill.transform import Inputs, Transform, load_transform
 from shadow_backfill.validate.validator import ValidationResult, Validator
 from shadow_backfill.vocabulary import CheckStatus
+from shadow_backfill.windows import Window, complete_before, current_time, last_periods, parse_duration, time_zone
 
 
 @dataclass
@@ -44,6 +48,9 @@ class BackfillResult:
     promotion: PromotionRecord | None
     reports: dict[str, Path]
     promote_requested: bool
+    already_live: dict[str, str] = field(default_factory=dict)
+    """Passing partitions live already holds from this shadow (partition -> promotion id): not
+    promoted again."""
 
     @property
     def ok(self) -> bool:
@@ -161,8 +168,57 @@ class Backfill:
         force: bool = False,
         allow_code_change: bool = False,
         on_progress: ProgressCallback | None = None,
+        timebox: TimeBox | None = None,
     ) -> RunResult:
-        """Recompute partitions into the shadow table (see `shadow-backfill run`)."""
+        """Recompute partitions into the shadow table (see `shadow-backfill run`). `timebox`:
+        once it says stop, no further chunk starts (`RunResult.stopped`, `not_started`)."""
+        options = RunOptions(
+            start=start,
+            end=end,
+            partitions=partitions,
+            max_parallel=max_parallel,
+            chunk_size=chunk_size,
+            force=force,
+            allow_code_change=allow_code_change,
+            timebox=timebox,
+        )
+        return self.recompute().run(options, on_progress=on_progress)
+
+    def timebox(self, until: str | None = None, max_duration: str | None = None) -> TimeBox:
+        """The time box of `--until HH:MM` (the config's `time_zone`) and `--max-duration D`."""
+        return TimeBox.from_options(until, max_duration, time_zone(self.config.time_zone))
+
+    def recompute(self, store: StateStore | None = None) -> Recompute:
+        return Recompute(self.config, self.spark, store or self.store, self.table_format, self.transform, self.scheme)
+
+    def last_window(self, last: int, lag: str | dt.timedelta = "0") -> Window:
+        """The `last` newest partitions complete at now - `lag` (`SHADOW_BACKFILL_NOW` pins now),
+        counted in the config's `time_zone`; a timestamp partition column's periods are UTC."""
+        self.table_format  # noqa: B018 - settles the granularity and column type from live
+        zone = time_zone("UTC" if self.scheme.ranged else self.config.time_zone)
+        now = current_time(zone)
+        delay = parse_duration(lag, "--lag") if isinstance(lag, str) else lag
+        periods = last_periods(self.scheme.granularity, last, complete_before(now, delay), zone)
+        return Window(now, delay, last, zone.key, tuple(periods))
+
+    def window_keys(self, window: Window) -> list[str]:
+        """The window's partitions as keys (a list: an hour a time zone skips is not one)."""
+        return [self.scheme.key(p) for p in window.periods]
+
+    def dry_run(
+        self,
+        start: str | None = None,
+        end: str | None = None,
+        partitions: list[str] | None = None,
+        *,
+        max_parallel: int | None = None,
+        chunk_size: int | None = None,
+        force: bool = False,
+        allow_code_change: bool = False,
+        window: Window | None = None,
+    ) -> RunPlan:
+        """What `run` would do, from the state store and metadata only: nothing is written (a
+        state store that does not exist yet is not created: the plan reads an empty one)."""
         options = RunOptions(
             start=start,
             end=end,
@@ -172,10 +228,9 @@ class Backfill:
             force=force,
             allow_code_change=allow_code_change,
         )
-        return self.recompute().run(options, on_progress=on_progress)
-
-    def recompute(self) -> Recompute:
-        return Recompute(self.config, self.spark, self.store, self.table_format, self.transform, self.scheme)
+        self._require_live()
+        store = self.store if store_exists(self.config.state_url) else StateStore("sqlite://")
+        return plan_run(self.recompute(store), options, window)
 
     def plan(
         self,
@@ -296,23 +351,38 @@ class Backfill:
         promote: bool = True,
         report_dir: str | Path | None = None,
         on_progress: ProgressCallback | None = None,
+        timebox: TimeBox | None = None,
+        promote_partial: bool = False,
     ) -> BackfillResult:
         """The main job: recompute -> validate -> promote what passed (one commit) -> report.
 
         Only partitions whose verdict is `pass` (or `warn`, with `promote.allow_warn`) are
         promoted, by name, so the promotion is all-or-nothing over them: a partition refused at
         the last moment (live changed after validation) refuses the promotion instead of
-        quietly shrinking it."""
-        run = self.run(start, end, partitions, max_parallel=max_parallel, force=force, on_progress=on_progress)
+        quietly shrinking it.
+
+        A run its `timebox` stopped is validated and promoted only with `promote_partial`, and
+        then only over the partitions it finished."""
+        run = self.run(
+            start, end, partitions, max_parallel=max_parallel, force=force, on_progress=on_progress, timebox=timebox
+        )
+        report_to = report_dir or self.config.base_dir / "report"
+        if run.not_started:
+            left = set(run.not_started) | set(run.failed) | set(run.held)
+            start, end, partitions = None, None, [k for k in run.requested if k not in left]
+            if not promote_partial or not partitions:
+                # Stopped before anything could be judged: the reports of earlier verdicts stay.
+                return BackfillResult(run, ValidationResult("", None, None), None, None, {}, promote)
         checked = self.validate(start, end, partitions)
         plan: PromotionPlan | None = None
         rec: PromotionRecord | None = None
         promotable = {CheckStatus.PASS, CheckStatus.WARN} if self._allow_warn(None) else {CheckStatus.PASS}
         passing = [v.partition for v in checked.verdicts if v.verdict in promotable]
+        already = self.promoter().already_live(passing) if promote and passing else {}
+        passing = [k for k in passing if k not in already]
         if promote and passing:
             plan, rec = self.promote(passing)
-        reports = self.report(report_dir or self.config.base_dir / "report")
-        return BackfillResult(run, checked, plan, rec, reports, promote)
+        return BackfillResult(run, checked, plan, rec, self.report(report_to), promote, already)
 
     def gc(self, *, dry_run: bool = False, now: float | None = None) -> dict[str, list[str] | None]:
         """Delete partition data replaced more than `promote.retention_days` ago from the live and

@@ -10,6 +10,7 @@ import hashlib
 import re
 from pathlib import Path
 from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from pydantic import (
@@ -449,6 +450,10 @@ class BackfillConfig(_Strict):
     """The validation gate's thresholds and policies."""
     promote: PromoteSpec = Field(default_factory=PromoteSpec)
     """Promotion settings."""
+    time_zone: str = "UTC"
+    """The zone the partitions' periods are named in (an IANA name, e.g. `Europe/Berlin`): the day
+    2024-03-10 ends at midnight there. `--last N --lag D` windows are counted in it. A timestamp
+    partition column's periods are UTC whatever this says."""
 
     # Set by load_config: the folder relative paths are resolved against, and the file's hash.
     base_dir: Path = Field(default=Path("."), exclude=True)
@@ -458,6 +463,15 @@ class BackfillConfig(_Strict):
     @classmethod
     def _known_format(cls, v: str) -> str:
         spec(v)  # raises with the list of formats
+        return v
+
+    @field_validator("time_zone")
+    @classmethod
+    def _known_zone(cls, v: str) -> str:
+        try:
+            ZoneInfo(v)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"{v!r} is not a known time zone (an IANA name, e.g. Europe/Berlin)") from None
         return v
 
     @field_validator("version")

@@ -154,6 +154,37 @@ class Promoter:
                     for k in hit:
                         refused.setdefault(k, _changed_reason(side, commit))
 
+    def already_live(self, keys: Sequence[str]) -> dict[str, str]:
+        """Partitions whose live data is already this shadow's (partition -> the promotion that
+        put it there): their newest promotion, not undone, came from this shadow table, and no
+        commit has touched them since, in live or in the shadow. A nightly job that re-runs the
+        same window finds them so and commits nothing: a rerun changes nothing."""
+        cfg = self.config
+        newest: dict[str, PromotionRecord] = {}
+        for rec in self.store.promotions(cfg.live_table):  # oldest first
+            for k in rec.partitions:
+                if rec.kind == PROMOTE:
+                    newest[k] = rec
+                else:  # a rollback put older data back
+                    newest.pop(k, None)
+        found = {
+            k: newest[k]
+            for k in keys
+            if k in newest
+            and newest[k].undone_by is None
+            and newest[k].shadow_table == cfg.shadow
+            and newest[k].live_version_after is not None
+            and k in newest[k].shadow_versions
+        }
+        if not found:
+            return {}
+        histories = {table: self.fmt.history(table) for table in (cfg.live_table, cfg.shadow)}
+        for k, rec in list(found.items()):
+            since = {cfg.live_table: rec.live_version_after, cfg.shadow: rec.shadow_versions[k]}
+            if any(self.fmt.commits_touching(t, since[t], [k], histories[t]) for t in since):
+                del found[k]
+        return {k: rec.id for k, rec in found.items()}
+
     def promote(
         self, partitions: Sequence[str] | None = None, *, allow_warn: bool = False, strict: bool = False
     ) -> tuple[PromotionPlan, PromotionRecord | None]:

@@ -29,10 +29,13 @@ from shadow_backfill.ledger import CODE_FINGERPRINT, KIND
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.schema import check_declared_changes
 from shadow_backfill.state import StateStore, lock_owner
+from shadow_backfill.timebox import TimeBox
 from shadow_backfill.transform import Transform, align_to_schema, count_rows_by_partition
 from shadow_backfill.vocabulary import PartitionStatus, RunStatus
 
 MAX_COMMIT_CONFLICTS = 20
+# A chunk's outcome when a stop kept it from starting (its partitions stay as they were).
+STOPPED = "stopped"
 
 ProgressCallback = Callable[[Sequence[str], str], None]
 
@@ -49,6 +52,8 @@ class RunOptions:
     retries: int | None = None
     force: bool = False
     allow_code_change: bool = False
+    timebox: TimeBox | None = None
+    """Once it says stop, no further chunk starts (chunks in flight finish)."""
 
 
 @dataclass
@@ -63,6 +68,10 @@ class RunResult:
     shadow_version: int | None = None
     peak_parallel: int = 0
     code_fingerprint: str = ""
+    stopped: str | None = None
+    """Why the run stopped starting chunks (its time box, SIGTERM); None if it did not."""
+    not_started: list[str] = field(default_factory=list)
+    """Partitions of chunks the stop kept from starting: a later run resumes them."""
 
     @property
     def ok(self) -> bool:
@@ -70,8 +79,9 @@ class RunResult:
 
     @property
     def complete(self) -> bool:
-        """Nothing requested was left undone: none failed and none was left to another run."""
-        return not self.failed and not self.held
+        """Nothing requested was left undone: none failed, none was left to another run, and no
+        stop kept a chunk from starting."""
+        return not self.failed and not self.held and not self.not_started
 
     def held_summary(self, limit: int = 3) -> str:
         """One line naming the partitions another run holds (the first few and a count) and who."""
@@ -92,6 +102,8 @@ class RunResult:
             "failed": len(self.failed),
             "held_by_other_runs": len(self.held),
             "chunks": len(self.chunks),
+            "not_started": len(self.not_started),
+            "stopped": self.stopped,
             "shadow_version": self.shadow_version,
             "code_fingerprint": self.code_fingerprint,
         }
@@ -137,6 +149,7 @@ class Recompute:
         self._create_lock = threading.Lock()
         self._shadow_ready = False
         self._in_flight = 0
+        self._timebox: TimeBox | None = None
 
     def plan(self, options: RunOptions) -> tuple[list[str], list[str]]:
         """(requested, to_do): refuses a code change, or a live table whose partition column
@@ -189,6 +202,7 @@ class Recompute:
             raise TableNotFoundError(f"live table {cfg.live_table!r} does not exist ({cfg.format})")
         self.fmt.check_distinct(cfg.live_table, self.shadow)
         requested, to_do = self.plan(options)
+        self._timebox = options.timebox
         max_parallel = options.max_parallel or cfg.run.max_parallel
         retries = cfg.run.retries if options.retries is None else options.retries
         run_id = f"run-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
@@ -238,13 +252,10 @@ class Recompute:
         owner: str,
         ttl: float,
     ) -> RunResult:
-        cfg = self.config
         run_id = result.run_id
         if not to_do:
             return result
-        size = options.chunk_size or (cfg.run.chunk_size if cfg.run.chunk_size != "auto" else None)
-        if size is None:
-            size = self._auto_chunk_size(len(to_do), max_parallel)
+        size = self.chunk_size(options, len(to_do), max_parallel)
         result.chunks = chunked(to_do, size)
         args = {"partitions": len(to_do), "chunk_size": size, "max_parallel": max_parallel, "force": options.force}
         try:
@@ -278,7 +289,7 @@ class Recompute:
                     for f in futures:
                         f.cancel()
                     raise
-            status = RunStatus.SUCCEEDED if result.ok else RunStatus.FAILED
+            status = RunStatus.FAILED if not result.ok else RunStatus.STOPPED if result.stopped else RunStatus.SUCCEEDED
         finally:
             stop.set()
             self.store.finish_run(run_id, status)
@@ -302,6 +313,11 @@ class Recompute:
             # A missed renewal only shortens the lease; the next one may succeed.
             with contextlib.suppress(Exception):
                 self.store.renew(owner, ttl)
+
+    def chunk_size(self, options: RunOptions, n: int, max_parallel: int) -> int:
+        """Partitions per Spark job for `n` partitions: the option, else the config, else auto."""
+        size = options.chunk_size or (self.config.run.chunk_size if self.config.run.chunk_size != "auto" else None)
+        return size if size is not None else self._auto_chunk_size(n, max_parallel)
 
     def _auto_chunk_size(self, n: int, max_parallel: int) -> int:
         rows_per_partition = None
@@ -351,6 +367,12 @@ class Recompute:
         self, keys: list[str], shadow_schema: StructType, run_id: str, retries: int, result: RunResult
     ) -> str:
         fp = self.transform.fingerprint
+        box = self._timebox
+        if box is not None and (why := box.reason) is not None:
+            with self._lock:
+                result.stopped = why
+                result.not_started.extend(keys)
+            return STOPPED
         self.store.mark_running(self.shadow, keys, run_id, fp)
         with self._lock:
             self._in_flight += 1

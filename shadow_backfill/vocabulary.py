@@ -112,3 +112,5 @@ class RunStatus(_Word):
     RUNNING = "running"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
+    STOPPED = "stopped"
+    """Stopped starting chunks (a time box, SIGTERM); what it wrote is kept, a rerun resumes."""

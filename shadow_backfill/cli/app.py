@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from shadow_backfill.cli.limits import MaxDurationOption, PromotePartialOption, UntilOption, check_limits
 from shadow_backfill.cli.output import fail, handle_errors, out, recompute_progress, split_partitions
 from shadow_backfill.cli.pipeline import app as pipeline_app
 from shadow_backfill.cli.render import (
@@ -26,9 +27,19 @@ from shadow_backfill.cli.render import (
     run_summary,
     status_table,
 )
+from shadow_backfill.cli.selection import (
+    DryRunOption,
+    JsonOption,
+    LagOption,
+    LastOption,
+    check_selection,
+    select,
+    show_dry_run,
+)
 from shadow_backfill.config import load_config
 from shadow_backfill.errors import UsageError
 from shadow_backfill.formats import FORMATS, format_names
+from shadow_backfill.timebox import stop_on_sigterm
 
 if TYPE_CHECKING:
     from shadow_backfill.api import Backfill
@@ -78,18 +89,39 @@ def run(
     start: str | None = typer.Option(None, help="First partition, e.g. 2024-01-01."),
     end: str | None = typer.Option(None, help="Last partition (included)."),
     partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
+    last: int | None = LastOption,
+    lag: str | None = LagOption,
     max_parallel: int | None = typer.Option(None, min=1, help="Chunks written at once (default: config)."),
     chunk_size: int | None = typer.Option(None, min=1, help="Partitions per Spark job (default: auto)."),
     force: bool = typer.Option(False, help="Rewrite partitions that are already written."),
     allow_code_change: bool = typer.Option(
         False, help="Allow a changed transform to rewrite partitions of the same shadow version."
     ),
+    dry_run: bool = DryRunOption,
+    as_json: bool = JsonOption,
+    until: str | None = UntilOption,
+    max_duration: str | None = MaxDurationOption,
 ) -> None:
     """Recompute partitions into the shadow table (resumable: written partitions are skipped)."""
+    check_selection(start, end, partitions, last, lag, as_json=as_json, dry_run=dry_run)
+    check_limits(until, max_duration)
     bf = open_backfill(config)
-    names = split_partitions(partitions)
+    box = bf.timebox(until, max_duration)
+    chosen = select(bf, start, end, partitions, last, lag)
+    if dry_run:
+        show_dry_run(
+            bf,
+            chosen,
+            as_json=as_json,
+            max_parallel=max_parallel,
+            chunk_size=chunk_size,
+            force=force,
+            allow_code_change=allow_code_change,
+        )
+        return
+    start, end, names = chosen.start, chosen.end, chosen.partitions
     _requested, to_do = bf.plan(start, end, names, force=force, allow_code_change=allow_code_change)
-    with recompute_progress(bf.shadow_table, len(to_do)) as advance:
+    with stop_on_sigterm(box), recompute_progress(bf.shadow_table, len(to_do)) as advance:
         result = bf.run(
             start,
             end,
@@ -99,6 +131,7 @@ def run(
             force=force,
             allow_code_change=allow_code_change,
             on_progress=advance,
+            timebox=box,
         )
     out.print(run_summary(result, bf.shadow_table))
     fail_if_incomplete(result)
@@ -131,10 +164,14 @@ def validate(
     start: str | None = typer.Option(None, help="First partition (default: every recomputed partition)."),
     end: str | None = typer.Option(None, help="Last partition (included)."),
     partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
+    last: int | None = LastOption,
+    lag: str | None = LagOption,
 ) -> None:
     """Validate shadow partitions (suites + drift against live); exit 1 if any fails, 3 if some only warn."""
+    check_selection(start, end, partitions, last, lag)
     bf = open_backfill(config)
-    result = bf.validate(start, end, split_partitions(partitions))
+    chosen = select(bf, start, end, partitions, last, lag)
+    result = bf.validate(chosen.start, chosen.end, chosen.partitions)
     print_verdicts(result)
     exit_for_verdicts(result)
 
@@ -236,18 +273,32 @@ def backfill(
     start: str | None = typer.Option(None, help="First partition."),
     end: str | None = typer.Option(None, help="Last partition (included)."),
     partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
+    last: int | None = LastOption,
+    lag: str | None = LagOption,
     max_parallel: int | None = typer.Option(None, min=1, help="Chunks written at once."),
     force: bool = typer.Option(False, help="Recompute partitions that are already written."),
     promote_passing: bool = typer.Option(True, "--promote/--no-promote", help="--no-promote stops after the report."),
     report_dir: Path | None = typer.Option(
         None, "--report", help="Report folder (default: report/ beside the config)."
     ),
+    dry_run: bool = DryRunOption,
+    as_json: bool = JsonOption,
+    until: str | None = UntilOption,
+    max_duration: str | None = MaxDurationOption,
+    promote_partial: bool = PromotePartialOption,
 ) -> None:
     """The main job: recompute -> validate -> promote what passed -> report."""
+    check_selection(start, end, partitions, last, lag, as_json=as_json, dry_run=dry_run)
+    check_limits(until, max_duration)
     bf = open_backfill(config)
-    names = split_partitions(partitions)
+    box = bf.timebox(until, max_duration)
+    chosen = select(bf, start, end, partitions, last, lag)
+    if dry_run:
+        show_dry_run(bf, chosen, as_json=as_json, max_parallel=max_parallel, force=force)
+        return
+    start, end, names = chosen.start, chosen.end, chosen.partitions
     _requested, to_do = bf.plan(start, end, names, force=force)
-    with recompute_progress(bf.shadow_table, len(to_do)) as advance:
+    with stop_on_sigterm(box), recompute_progress(bf.shadow_table, len(to_do)) as advance:
         result = bf.backfill(
             start,
             end,
@@ -257,6 +308,8 @@ def backfill(
             promote=promote_passing,
             report_dir=report_dir,
             on_progress=advance,
+            timebox=box,
+            promote_partial=promote_partial,
         )
     print_backfill(result)
 

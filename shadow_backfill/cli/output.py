@@ -43,6 +43,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_HELD = 3
+EXIT_STOPPED = 4
 EXIT_INTERRUPTED = 130
 
 
@@ -94,6 +95,13 @@ def hold(message: str) -> NoReturn:
     do everything asked, and a scheduler that saw 0 would report a backfill that changed nothing."""
     console.print(Text.assemble(("held:", "bold yellow"), " ", redact(message)), soft_wrap=True)
     raise typer.Exit(EXIT_HELD)
+
+
+def stopped(message: str) -> NoReturn:
+    """Exit 4 with one line saying why the run stopped starting chunks and what remains: the
+    run did its share (a time box, a scheduler's SIGTERM) and a rerun resumes it."""
+    console.print(Text.assemble(("stopped:", "bold yellow"), " ", redact(message)), soft_wrap=True)
+    raise typer.Exit(EXIT_STOPPED)
 
 
 def handle_errors(fn: F) -> F:

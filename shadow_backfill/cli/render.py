@@ -7,7 +7,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from shadow_backfill.cli.output import console, fail, hold, out
+from shadow_backfill.cli.output import console, fail, hold, out, stopped
 from shadow_backfill.vocabulary import CheckStatus
 
 STATUS_STYLE = {"written": "green", "running": "yellow", "pending": "dim", "failed": "red"}
@@ -16,6 +16,7 @@ VERDICT_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red"}
 
 def run_summary(result: Any, label: str) -> str:
     held = f", {len(result.held)} held by another run" if result.held else ""
+    held += f", {len(result.not_started)} not started (stopped)" if result.not_started else ""
     return (
         f"{label}: {len(result.written)} written, {len(result.skipped)} skipped (already written), "
         f"{len(result.failed)} failed{held} in {len(result.chunks)} chunk(s); shadow version {result.shadow_version}"
@@ -36,8 +37,19 @@ def incomplete_run(result: Any) -> list[str]:
 
 
 def fail_if_incomplete(result: Any) -> None:
+    """Exit 1 if a partition failed or was left to another run, else 4 if a stop left some."""
     if problems := incomplete_run(result):
-        fail("; ".join(problems))
+        fail("; ".join(problems + ([stop_line(result)] if result.not_started else [])))
+    if result.not_started:
+        stopped(stop_line(result))
+
+
+def stop_line(result: Any) -> str:
+    """Why a run stopped, and how many of its partitions remain for the next run."""
+    return (
+        f"stopped by {result.stopped}: {len(result.not_started)} of {len(result.requested)} partition(s) "
+        "remain; rerun the same command to resume"
+    )
 
 
 def status_table(table_name: str, rows: list[dict[str, Any]]) -> Table:
@@ -157,19 +169,60 @@ def history_table(recs: list[Any]) -> Table:
 def print_backfill(result: Any) -> None:
     """The main job's result, step by step; exits 1 (one error line) if anything did not pass."""
     out.print(run_summary(result.run, "recompute"))
-    print_verdicts(result.validation)
+    if result.validation.validation_id:
+        print_verdicts(result.validation)
+    elif result.run.not_started:
+        out.print("validate: skipped, the run was stopped (--promote-partial judges what it finished)")
+    if result.already_live:
+        ids = ", ".join(sorted(set(result.already_live.values())))
+        out.print(f"promote: {len(result.already_live)} passing partition(s) already live from this shadow ({ids})")
     if result.promotion is not None:
         out.print(promoted_line(result.promotion))
-    elif result.promote_requested:
+    elif result.promote_requested and not result.already_live and result.validation.validation_id:
         out.print("promote: no partition passed; live is untouched")
-    out.print(f"report: {result.reports['html']}")
+    if result.reports:
+        out.print(f"report: {result.reports['html']}")
     problems = incomplete_run(result.run)
     if not result.validation.ok:
         problems.append(failed_validation(result.validation))
     if result.refused:
         refused = sorted(result.refused)
         problems.append(held_line(refused, f"not promoted ({result.refused[refused[0]]})"))
+    if result.run.not_started:
+        problems += [stop_line(result.run)] if problems else []
     if problems:
         fail("; ".join(problems))
+    if result.run.not_started:
+        stopped(stop_line(result.run))
     if result.held:
         hold(held_line(result.held, "held for approval (verdict warn, not promoted)"))
+
+
+def _rows(n: int | None) -> str:
+    return "" if n is None else f"{n:,}"
+
+
+def print_run_plan(plan: Any) -> None:
+    """A dry run's plan: the window it chose, a table of the partitions, and one summary line."""
+    if plan.window is not None:
+        w = plan.window
+        out.print(
+            f"window: the last {w.last} partition(s) complete at {w.cutoff.isoformat()} "
+            f"(now {w.now.isoformat()} minus the lag), time zone {w.zone}",
+            markup=False,
+        )
+    table = Table(title=f"{plan.shadow_table} from {plan.live_table}: dry run, nothing written")
+    for col in ("partition", "action", "reason", "chunk", "live rows", "shadow rows"):
+        table.add_column(col)
+    for p in plan.partitions:
+        style = "green" if p.action == "recompute" else "dim"
+        chunk = "" if p.chunk is None else str(p.chunk + 1)
+        table.add_row(
+            p.partition, Text(p.action, style=style), p.reason, chunk, _rows(p.live_rows), _rows(p.shadow_rows)
+        )
+    out.print(table)
+    out.print(
+        f"would recompute {len(plan.to_recompute)} partition(s) in {len(plan.chunks)} chunk(s) of up to "
+        f"{plan.chunk_size} ({plan.max_parallel} at once) and skip {len(plan.to_skip)} already written",
+        markup=False,
+    )

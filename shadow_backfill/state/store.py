@@ -151,6 +151,19 @@ def _masked_query(rest: str) -> str:
     return f"{head}?{'&'.join(pairs)}"
 
 
+def store_exists(url: str) -> bool:
+    """False only for an SQLite file that is not there yet: a command that must write nothing
+    (a dry run) then reads an empty store instead of creating one. A server's store is assumed
+    to exist (its tables are created on first open, as always)."""
+    parsed = parse_state_url(url)
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return True
+    if str(parsed.query.get("uri", "")).lower() in ("true", "1") or database.startswith("file:"):
+        return True
+    return Path(database).exists()
+
+
 def _make_sqlite_file(parsed: URL, shown: str) -> None:
     """Create the SQLite file, and the folder it needs, readable by its owner only (0600 file,
     0700 folder): the store holds user and host names, partition lists and sampled data values,

@@ -1,0 +1,107 @@
+"""Which partitions a command works on: a range, a list, or a relative window (`--last --lag`).
+
+The window is resolved to a list of keys once, here, so the command's later steps (the progress
+bar's plan, the run, the validation, the dry run's plan) all see the same partitions even if the
+clock moves past a period's end while the command runs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import typer
+
+from shadow_backfill.cli.output import split_partitions
+from shadow_backfill.cli.render import print_run_plan
+from shadow_backfill.errors import UsageError
+from shadow_backfill.windows import parse_duration
+
+if TYPE_CHECKING:
+    from shadow_backfill.api import Backfill
+    from shadow_backfill.windows import Window
+
+LastOption = typer.Option(
+    None,
+    "--last",
+    min=1,
+    help="The N newest complete partitions (instead of --start/--end); see --lag and SHADOW_BACKFILL_NOW.",
+)
+LagOption = typer.Option(
+    None,
+    "--lag",
+    help="With --last: a partition is complete once it ended this long ago (e.g. 2d, 6h; default 0).",
+)
+DryRunOption = typer.Option(False, "--dry-run", help="Print the plan (from metadata); write nothing.")
+JsonOption = typer.Option(False, "--json", help="With --dry-run: print the plan as one JSON document.")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The partitions asked for: start/end, or explicit keys (a list, or a window's keys)."""
+
+    start: str | None
+    end: str | None
+    partitions: list[str] | None
+    window: Window | None = None
+
+
+def check_selection(
+    start: str | None,
+    end: str | None,
+    partitions: str | None,
+    last: int | None,
+    lag: str | None,
+    *,
+    as_json: bool = False,
+    dry_run: bool = False,
+) -> None:
+    """Options that cannot go together, refused (exit 2) before the config opens anything."""
+    if as_json and not dry_run:
+        raise UsageError("--json goes with --dry-run (a run prints its progress and summary)")
+    if last is None and lag is not None:
+        raise UsageError("--lag goes with --last (the N newest complete partitions)")
+    given = [name for name, value in (("--start", start), ("--end", end), ("--partitions", partitions)) if value]
+    if last is not None and given:
+        raise UsageError(f"--last chooses the partitions itself: drop {' and '.join(given)}")
+    if lag is not None:
+        parse_duration(lag, "--lag")
+
+
+def select(
+    bf: Backfill, start: str | None, end: str | None, partitions: str | None, last: int | None, lag: str | None
+) -> Selection:
+    """The command's partitions (the options passed `check_selection`)."""
+    if last is None:
+        return Selection(start, end, split_partitions(partitions))
+    window = bf.last_window(last, lag or "0")
+    return Selection(None, None, bf.window_keys(window), window)
+
+
+def show_dry_run(
+    bf: Backfill,
+    chosen: Selection,
+    *,
+    as_json: bool,
+    max_parallel: int | None,
+    chunk_size: int | None = None,
+    force: bool = False,
+    allow_code_change: bool = False,
+) -> None:
+    """Print what a run over `chosen` would do (a table, or with `--json` one document)."""
+    plan = bf.dry_run(
+        chosen.start,
+        chosen.end,
+        chosen.partitions,
+        max_parallel=max_parallel,
+        chunk_size=chunk_size,
+        force=force,
+        allow_code_change=allow_code_change,
+        window=chosen.window,
+    )
+    if as_json:
+        sys.stdout.write(json.dumps(plan.as_dict(), indent=2) + "\n")
+    else:
+        print_run_plan(plan)

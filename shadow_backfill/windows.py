@@ -1,0 +1,141 @@
+"""Relative windows: "the last N complete partitions, lag hours behind now", pure code.
+
+A nightly late-data job re-runs the newest partitions that late events may still change. Which
+partitions those are depends on when the night's job runs, so the tool computes them instead of
+the user's shell script: a period is *complete* when it ended at or before `now - lag`, and
+`--last N` takes the N newest complete periods.
+
+Periods are wall-clock periods of the config's `time_zone` (UTC by default): the day
+2024-03-10 in America/New_York ends at 04:00 UTC on the 11th. An hour that does not exist there
+(the spring-forward gap) is never chosen, and an hour that happens twice (fall-back) is one
+partition, complete once its second occurrence ends. `lag` is elapsed time, so `2d` across a DST
+change is 48 hours. "Now" is pinned by `SHADOW_BACKFILL_NOW` for tests and rehearsals.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from dataclasses import dataclass
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from shadow_backfill.errors import UsageError
+
+NOW_VARIABLE = "SHADOW_BACKFILL_NOW"
+_UTC = dt.timezone.utc
+_DURATION_PART = re.compile(r"(\d+)([wdhms])")
+_UNIT = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
+
+
+def parse_duration(text: str, option: str) -> dt.timedelta:
+    """`2d`, `6h`, `1d12h`, `90m`, `0`: units w, d, h, m, s. `option` names the culprit."""
+    compact = text.strip().lower().replace(" ", "")
+    if compact == "0":
+        return dt.timedelta(0)
+    parts = _DURATION_PART.findall(compact)
+    if not compact or "".join(n + u for n, u in parts) != compact:
+        raise UsageError(f"{option} {text!r} is not a duration: write e.g. 2d, 6h, 1d12h or 90m")
+    total = dt.timedelta()
+    for number, unit in parts:
+        total += dt.timedelta(**{_UNIT[unit]: int(number)})
+    return total
+
+
+def time_zone(name: str) -> ZoneInfo:
+    """The zone named in the config (an IANA name such as `Europe/Berlin`, or `UTC`)."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise UsageError(f"time_zone {name!r} is not a known time zone (an IANA name, e.g. Europe/Berlin)") from None
+
+
+def current_time(zone: ZoneInfo, environ: dict[str, str] | None = None) -> dt.datetime:
+    """Now, aware: `SHADOW_BACKFILL_NOW` when set (ISO 8601; without an offset it is a wall-clock
+    time of `zone`), else the system clock."""
+    text = (os.environ if environ is None else environ).get(NOW_VARIABLE)
+    if not text:
+        return dt.datetime.now(_UTC)
+    try:
+        pinned = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"{NOW_VARIABLE}={text!r} is not an ISO timestamp (e.g. 2024-02-10T12:00Z)") from None
+    return pinned if pinned.tzinfo is not None else pinned.replace(tzinfo=zone)
+
+
+@dataclass(frozen=True)
+class Window:
+    """How a `--last N --lag D` selection was made, for the plan and the logs."""
+
+    now: dt.datetime
+    lag: dt.timedelta
+    last: int
+    zone: str
+    periods: tuple[dt.datetime, ...]
+
+    @property
+    def cutoff(self) -> dt.datetime:
+        """Periods ending at or before this instant are complete."""
+        return complete_before(self.now, self.lag)
+
+
+def complete_before(now: dt.datetime, lag: dt.timedelta) -> dt.datetime:
+    """`now - lag` as elapsed time, in UTC. (Python subtracts from a datetime of a ZoneInfo zone
+    on the wall clock: 48 hours before a time after a DST change would be 47 or 49 hours.)"""
+    return now.astimezone(_UTC) - lag
+
+
+def last_periods(granularity: str, n: int, cutoff: dt.datetime, zone: ZoneInfo) -> list[dt.datetime]:
+    """The `n` newest periods (naive wall-clock starts in `zone`, ascending) that ended at or
+    before `cutoff` (aware)."""
+    if n < 1:
+        raise UsageError(f"--last must be at least 1, not {n}")
+    cutoff = cutoff.astimezone(_UTC)
+    period = _floor(cutoff.astimezone(zone).replace(tzinfo=None), granularity)
+    chosen: list[dt.datetime] = []
+    while len(chosen) < n:
+        # The period holding the cutoff has not ended; every earlier one has, unless it is an
+        # hour the zone skips.
+        period = _previous(period, granularity)
+        if granularity == "hourly" and not _exists(period, zone):
+            continue
+        if _end(period, granularity, zone) <= cutoff:
+            chosen.append(period)
+    return sorted(chosen)
+
+
+def _floor(local: dt.datetime, granularity: str) -> dt.datetime:
+    if granularity == "hourly":
+        return local.replace(minute=0, second=0, microsecond=0)
+    day = local.replace(hour=0, minute=0, second=0, microsecond=0)
+    return day.replace(day=1) if granularity == "monthly" else day
+
+
+def _previous(period: dt.datetime, granularity: str) -> dt.datetime:
+    if granularity == "daily":
+        return period - dt.timedelta(days=1)
+    if granularity == "hourly":
+        return period - dt.timedelta(hours=1)
+    y, m = (period.year - 1, 12) if period.month == 1 else (period.year, period.month - 1)
+    return period.replace(year=y, month=m)
+
+
+def _next(period: dt.datetime, granularity: str) -> dt.datetime:
+    if granularity == "daily":
+        return period + dt.timedelta(days=1)
+    if granularity == "hourly":
+        return period + dt.timedelta(hours=1)
+    y, m = (period.year + 1, 1) if period.month == 12 else (period.year, period.month + 1)
+    return period.replace(year=y, month=m)
+
+
+def _end(period: dt.datetime, granularity: str, zone: ZoneInfo) -> dt.datetime:
+    """When the period ends, as an instant: the start of the next one there (its first
+    occurrence: an hour that happens twice is one period, ending when the hour after it starts)."""
+    return _next(period, granularity).replace(tzinfo=zone).astimezone(_UTC)
+
+
+def _exists(local: dt.datetime, zone: ZoneInfo) -> bool:
+    """False for a wall-clock time the zone skips (the hour lost when clocks go forward)."""
+    there = local.replace(tzinfo=zone)
+    return there.astimezone(_UTC).astimezone(zone).replace(tzinfo=None) == local
