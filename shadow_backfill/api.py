@@ -18,6 +18,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from shadow_backfill.canary import CanaryResult, promote_with_canary
 from shadow_backfill.config import BackfillConfig, load_config
 from shadow_backfill.errors import TableNotFoundError, UsageError, WriteError, os_reason
 from shadow_backfill.formats import format_for
@@ -51,6 +52,8 @@ class BackfillResult:
     already_live: dict[str, str] = field(default_factory=dict)
     """Passing partitions live already holds from this shadow (partition -> promotion id): not
     promoted again."""
+    canary: CanaryResult | None = None
+    """With `promote.canary`: the canary's steps (then `promotion` is the last step made)."""
 
     @property
     def ok(self) -> bool:
@@ -315,6 +318,13 @@ class Backfill:
             self._keys(partitions), allow_warn=self._allow_warn(allow_warn), strict=partitions is not None
         )
 
+    def promote_canary(
+        self, n: int, partitions: list[str] | None = None, *, allow_warn: bool | None = None
+    ) -> CanaryResult:
+        """Promote the `n` earliest passing partitions, check them on live (rows and the
+        downstream queries), then the rest; a failed check rolls the canary back."""
+        return promote_with_canary(self, n, partitions, allow_warn)
+
     def _keys(self, partitions: Sequence[str] | None) -> list[str] | None:
         """Named partitions normalized, each once, in the order given (None: let the command choose)."""
         if partitions is None:
@@ -380,9 +390,13 @@ class Backfill:
         passing = [v.partition for v in checked.verdicts if v.verdict in promotable]
         already = self.promoter().already_live(passing) if promote and passing else {}
         passing = [k for k in passing if k not in already]
-        if promote and passing:
+        canary = None
+        if promote and passing and self.config.promote.canary:
+            canary = self.promote_canary(self.config.promote.canary, passing)
+            plan, rec = canary.plan, canary.rest or (canary.canary if canary.rolled_back is None else None)
+        elif promote and passing:
             plan, rec = self.promote(passing)
-        return BackfillResult(run, checked, plan, rec, self.report(report_to), promote, already)
+        return BackfillResult(run, checked, plan, rec, self.report(report_to), promote, already, canary)
 
     def gc(self, *, dry_run: bool = False, now: float | None = None) -> dict[str, list[str] | None]:
         """Delete partition data replaced more than `promote.retention_days` ago from the live and

@@ -238,6 +238,22 @@ class ExpectedChange(ColumnBounds):
     which has no live side to compare with."""
 
 
+class DownstreamQuery(_Strict):
+    """A consumer's own SQL, run per partition on shadow and live (a downstream read test)."""
+
+    sql: Path
+    """The query file (relative to the config): `{table}` stands for the table under test and
+    `:partition` is bound to the partition's value (never pasted into the text)."""
+    compare: bool = False
+    """Also compare the query's result between shadow and live (an aggregate: at most 1000
+    rows), by the tolerance and the change contract that judge columns."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_path(cls, data: Any) -> Any:
+        return {"sql": data} if isinstance(data, (str, Path)) else data
+
+
 class SchemaChanges(_Strict):
     """The schema changes a logic change is meant to make (mirrors the report's `schema` block):
     a declared change is not a `schema_change` warning, and promotion applies it to live."""
@@ -354,6 +370,10 @@ class ValidationSpec(_Strict):
     a matched key does to the partition."""
     columns: dict[str, ColumnThresholds] = Field(default_factory=dict)
     """Per-column overrides of the thresholds above."""
+    downstream_queries: list[DownstreamQuery] = Field(default_factory=list)
+    """Consumers' queries, each a file path or `{sql: path, compare: true}`: on every partition
+    the query must run on the shadow, return rows and give the columns it gives on live; they
+    are also a canary promotion's checks on live."""
 
     @model_validator(mode="after")
     def _contract(self) -> ValidationSpec:
@@ -411,6 +431,10 @@ class PromoteSpec(_Strict):
     retention_days: float = Field(default=7.0, ge=0)
     """Replaced partition data stays this long as the rollback target (formats that keep it
     themselves, Parquet); `shadow-backfill gc` deletes what is older."""
+    canary: PositiveInt | None = None
+    """Promote this many of the earliest passing partitions first, check them on live (row
+    counts and `validation.downstream_queries`), then the rest; a failed check rolls the canary
+    back. `promote --canary N` overrides it."""
 
 
 class StateSpec(_Strict):

@@ -21,6 +21,7 @@ from shadow_backfill.cli.render import (
     fail_if_incomplete,
     history_table,
     print_backfill,
+    print_canary,
     print_plan,
     print_verdicts,
     promoted_line,
@@ -197,12 +198,21 @@ def promote(
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan; write nothing."),
     allow_warn: bool | None = typer.Option(None, "--allow-warn/--no-allow-warn", help="Promote warned partitions."),
+    canary: int | None = typer.Option(
+        None,
+        "--canary",
+        min=1,
+        help="Promote the N earliest first, check them on live, then the rest (default: promote.canary).",
+    ),
 ) -> None:
     """Promote passing shadow partitions into the live table in ONE atomic commit."""
     bf = open_backfill(config)
     names = split_partitions(partitions)
     if dry_run:
         print_plan(bf.plan_promotion(names, allow_warn=allow_warn), dry_run=True)
+        return
+    if (n := canary or bf.config.promote.canary) is not None:
+        print_canary(bf.promote_canary(n, names, allow_warn=allow_warn))
         return
     plan, rec = bf.promote(names, allow_warn=allow_warn)
     print_plan(plan, dry_run=False)

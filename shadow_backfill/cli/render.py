@@ -152,9 +152,10 @@ def history_table(recs: list[Any]) -> Table:
         table.add_column(col)
     for r in recs:
         parts = ", ".join(r.partitions[:3]) + (f" (+{len(r.partitions) - 3})" if len(r.partitions) > 3 else "")
+        step = {"canary": " (canary)", "rest": f" (after canary {r.steps_of})"}.get(r.step or "", "")
         table.add_row(
             r.id,
-            r.kind,
+            r.kind + step,
             r.at.strftime("%Y-%m-%d %H:%M:%S") if r.at else "",
             parts,
             f"{r.live_version_before} → {r.live_version_after}",
@@ -176,7 +177,8 @@ def print_backfill(result: Any) -> None:
     if result.already_live:
         ids = ", ".join(sorted(set(result.already_live.values())))
         out.print(f"promote: {len(result.already_live)} passing partition(s) already live from this shadow ({ids})")
-    if result.promotion is not None:
+    rolled_back = canary_steps(result.canary) if result.canary is not None else None
+    if result.promotion is not None and result.canary is None:
         out.print(promoted_line(result.promotion))
     elif result.promote_requested and not result.already_live and result.validation.validation_id:
         out.print("promote: no partition passed; live is untouched")
@@ -188,6 +190,8 @@ def print_backfill(result: Any) -> None:
     if result.refused:
         refused = sorted(result.refused)
         problems.append(held_line(refused, f"not promoted ({result.refused[refused[0]]})"))
+    if rolled_back is not None:
+        problems.append(rolled_back)
     if result.run.not_started:
         problems += [stop_line(result.run)] if problems else []
     if problems:
@@ -226,3 +230,27 @@ def print_run_plan(plan: Any) -> None:
         f"{plan.chunk_size} ({plan.max_parallel} at once) and skip {len(plan.to_skip)} already written",
         markup=False,
     )
+
+
+def print_canary(result: Any) -> None:
+    """A canary promotion, step by step; exits 1 naming the check if the canary was rolled back."""
+    if result.canary is None:
+        print_plan(result.plan, dry_run=False)
+        fail("nothing promoted: no partition passed every check")
+    if problem := canary_steps(result):
+        fail(problem)
+
+
+def canary_steps(result: Any) -> str | None:
+    """Print a canary promotion's steps; the error line if its checks rolled it back."""
+    out.print("canary: " + promoted_line(result.canary))
+    passed = sum(1 for c in result.checks if c.status == CheckStatus.PASS)
+    out.print(f"canary checks on live: {passed} of {len(result.checks)} passed")
+    if result.rest is not None:
+        out.print("rest: " + promoted_line(result.rest))
+    if result.rolled_back is None:
+        return None
+    for c in result.failed[:10]:
+        console.print(Text.assemble(("failed", "red"), f" {c.message}"))
+    more = f" and {len(result.failed) - 1} more failed check(s)" if len(result.failed) > 1 else ""
+    return f"canary rolled back as {result.rolled_back.id} (live is as before): {result.failed[0].message}{more}"

@@ -40,6 +40,8 @@ class PromotionRecord:
     at: dt.datetime | None = None
     undone_by: str | None = None
     schema_change: list[str] = field(default_factory=list)  # "+col" added to live, "-col" kept null
+    step: str | None = None  # a canary promotion's step: "canary" or "rest"
+    steps_of: str | None = None  # the canary's id, on both steps
 
     @classmethod
     def promotion(
@@ -142,6 +144,12 @@ class AuditTrail(Db):
                 row = inner.first()
                 if row is not None and row.kind == ROLLBACK and row.target is not None:
                     c.execute(update(promotions).where(promotions.c.id == row.target).values(undone_by=None))
+
+    def mark_step(self, promotion_id: str, step: str, steps_of: str) -> None:
+        """Label a promotion as a step of a canary promotion (after its commit: the canary's id
+        is known only then)."""
+        with self._begin() as c:
+            c.execute(update(promotions).where(promotions.c.id == promotion_id).values(step=step, steps_of=steps_of))
 
     def carried_columns(self, live_table: str) -> set[str]:
         """Columns a promotion into `live_table` added (`+col` in its schema change): live has

@@ -78,6 +78,9 @@ promotions = Table(
     # JSON list: "+col" a column the promotion added to live, "-col" one it kept, null in its rows
     # (added after the first release: `migrate.add_new_columns` adds it to older stores)
     Column("schema_change", Text),
+    # A canary promotion's steps: "canary" or "rest", and the canary's id on both (added later)
+    Column("step", String(16)),
+    Column("steps_of", String(64)),
 )
 
 locks = Table(

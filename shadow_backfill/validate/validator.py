@@ -20,6 +20,7 @@ from shadow_backfill.formats.base import TableFormat
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.schema import check_declared_changes
 from shadow_backfill.state import StateStore, VerdictRecord
+from shadow_backfill.validate.downstream import LoadedQuery, judge_query, load_queries
 from shadow_backfill.validate.expectations import (
     evaluate_fast,
     judge_compiled,
@@ -28,10 +29,11 @@ from shadow_backfill.validate.expectations import (
     split_supported,
 )
 from shadow_backfill.validate.judge import Check, Judge, PartitionVerdict
+from shadow_backfill.validate.measure.downstream import measure_queries
 from shadow_backfill.validate.measure.fast import FastMeasurer
 from shadow_backfill.validate.measure.profile_job import decile_every
 from shadow_backfill.validate.suites import Suite, check_columns, load_suites
-from shadow_backfill.vocabulary import VERDICTS, CheckStatus, PartitionStatus
+from shadow_backfill.vocabulary import VERDICTS, CheckStatus, PartitionStatus, worst
 
 
 @dataclass
@@ -81,6 +83,7 @@ class Validator:
         cfg = self.config
         started = time.monotonic()
         suites = load_suites(cfg) if suites is None else suites
+        queries = load_queries(cfg)
         for table in (cfg.live_table, cfg.shadow):
             if not self.fmt.exists(table):
                 raise TableNotFoundError(f"table {table!r} does not exist ({cfg.format})")
@@ -120,6 +123,8 @@ class Validator:
             live = self.fmt.read_partitions(cfg.live_table, written, live_version)
             every = self._decile_every(written, [records[k].rows or 0 for k in written])
             result.verdicts += self._judge(written, shadow, live, suites, every)
+            if queries:
+                self._downstream(queries, result.verdicts, shadow, live)
         order = {k: i for i, k in enumerate(self.scheme.sort(keys))}
         result.verdicts.sort(key=lambda v: order[v.partition])
         result.seconds = time.monotonic() - started
@@ -141,6 +146,19 @@ class Validator:
             ],
         )
         return result
+
+    def _downstream(self, queries: list[LoadedQuery], verdicts: list[PartitionVerdict], shadow: Any, live: Any) -> None:
+        """The consumers' queries on each written partition, on the versions judged: each adds
+        one check per query to the partition's verdict."""
+        judged = {v.partition: v for v in verdicts if v.metrics.shadow_rows}
+        values = {k: self.scheme.value(k) for k in judged}
+        runs = measure_queries(self.spark, queries, shadow, live, values)
+        spec = self.config.validation
+        for key, found in runs.items():
+            v = judged[key]
+            has_live = bool(v.metrics.live_rows)
+            v.checks += [judge_query(spec, q.name, q.compare, s, lv if has_live else None) for q, s, lv in found]
+            v.verdict = worst(c.status for c in v.checks)
 
     def _check_keys(self, columns_by_table: dict[str, list[str]]) -> None:
         """A key column missing from either table would only surface as an analysis error deep
