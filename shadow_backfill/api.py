@@ -31,7 +31,7 @@ from shadow_backfill.report import ReportData, write_reports
 from shadow_backfill.rollback import Rollback
 from shadow_backfill.run_plan import RunPlan, plan_run
 from shadow_backfill.session import ensure_warehouse, open_session
-from shadow_backfill.state import PartitionRecord, PromotionRecord, StateStore, VerdictRecord, store_exists
+from shadow_backfill.state import PartitionRecord, PromotionRecord, StateStore, VerdictRecord, reading
 from shadow_backfill.timebox import TimeBox
 from shadow_backfill.transform import Inputs, Transform, load_transform
 from shadow_backfill.validate.validator import ValidationResult, Validator
@@ -64,6 +64,9 @@ class BackfillResult:
     def held(self) -> list[str]:
         """Partitions that wait for a human: validated `warn`, so not promoted (the CLI exits 3)."""
         promoted = set(self.promotion.partitions) if self.promotion else set()
+        if self.canary is not None and self.canary.canary is not None and self.canary.rolled_back is None:
+            promoted |= set(self.canary.canary.partitions)
+        promoted |= set(self.already_live)
         warned = [v.partition for v in self.validation.verdicts if v.verdict == CheckStatus.WARN]
         return [k for k in warned if k not in promoted]
 
@@ -198,8 +201,9 @@ class Backfill:
         """The `last` newest partitions complete at now - `lag` (`SHADOW_BACKFILL_NOW` pins now),
         counted in the config's `time_zone`; a timestamp partition column's periods are UTC."""
         self.table_format  # noqa: B018 - settles the granularity and column type from live
-        zone = time_zone("UTC" if self.scheme.ranged else self.config.time_zone)
-        now = current_time(zone)
+        configured = time_zone(self.config.time_zone)
+        zone = time_zone("UTC") if self.scheme.ranged else configured
+        now = current_time(configured)  # a pinned time without an offset is one of time_zone
         delay = parse_duration(lag, "--lag") if isinstance(lag, str) else lag
         periods = last_periods(self.scheme.granularity, last, complete_before(now, delay), zone)
         return Window(now, delay, last, zone.key, tuple(periods))
@@ -232,7 +236,7 @@ class Backfill:
             allow_code_change=allow_code_change,
         )
         self._require_live()
-        store = self.store if store_exists(self.config.state_url) else StateStore("sqlite://")
+        store = reading(self.config.state_url)
         return plan_run(self.recompute(store), options, window)
 
     def plan(
@@ -377,7 +381,9 @@ class Backfill:
             start, end, partitions, max_parallel=max_parallel, force=force, on_progress=on_progress, timebox=timebox
         )
         report_to = report_dir or self.config.base_dir / "report"
-        if run.not_started:
+        if timebox is not None and run.stopped is None and (why := timebox.reason) is not None:
+            run.stopped = why  # the stop came after the last chunk started: do not judge either
+        if run.stopped is not None:
             left = set(run.not_started) | set(run.failed) | set(run.held)
             start, end, partitions = None, None, [k for k in run.requested if k not in left]
             if not promote_partial or not partitions:

@@ -14,8 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from shadow_backfill.errors import RefusedError, ShadowBackfillError
+from shadow_backfill.recompute import first_line
 from shadow_backfill.state import PromotionRecord
-from shadow_backfill.validate.downstream import judge_on_live, load_queries
+from shadow_backfill.validate.downstream import LoadedQuery, judge_on_live, load_queries
 from shadow_backfill.validate.measure.downstream import measure_queries
 from shadow_backfill.vocabulary import Check, CheckStatus
 
@@ -44,27 +46,49 @@ class CanaryResult:
 
 def promote_with_canary(bf: Backfill, n: int, partitions: list[str] | None, allow_warn: bool | None) -> CanaryResult:
     """Promote the `n` earliest passing partitions, check them on live, then the rest."""
+    queries = load_queries(bf.config)  # a bad query file is named before anything commits
     plan = bf.plan_promotion(partitions, allow_warn=allow_warn)
-    keys = bf.scheme.sort(plan.partitions) if partitions is None else plan.partitions
-    if not keys or (partitions is not None and plan.refused):
+    if not plan.partitions or (partitions is not None and plan.refused):
         return CanaryResult(plan, *bf.promote(partitions, allow_warn=allow_warn)[1:])
+    keys = bf.scheme.sort(plan.partitions)
     first, rest = keys[:n], keys[n:]
     plan1, canary = bf.promote(first, allow_warn=allow_warn)
     if canary is None:
         return CanaryResult(plan1, None)
     bf.store.mark_step(canary.id, CANARY, canary.id)
-    result = CanaryResult(plan1, canary, checks_on_live(bf, first, plan1))
+    result = CanaryResult(plan1, canary)
+    try:
+        result.checks = checks_on_live(bf, first, plan1, queries)
+    except Exception as exc:  # a check that cannot run is a check that failed: undo, then say why
+        _undo(bf, canary, f"the checks on live could not run ({first_line(exc)})")
+        raise
     if result.failed:
-        result.rolled_back = bf.rollback(canary.id)
+        result.rolled_back = _undo(bf, canary, result.failed[0].message)
         return result
     if rest:
-        _plan, result.rest = bf.promote(rest, allow_warn=allow_warn)
+        try:
+            _plan, result.rest = bf.promote(rest, allow_warn=allow_warn)
+        except ShadowBackfillError as exc:
+            raise RefusedError(
+                f"canary {canary.id} is live and passed its checks; the rest was refused: {exc}"
+            ) from exc
         if result.rest is not None:
             bf.store.mark_step(result.rest.id, REST, canary.id)
     return result
 
 
-def checks_on_live(bf: Backfill, keys: list[str], plan: PromotionPlan) -> list[Check]:
+def _undo(bf: Backfill, canary: PromotionRecord, why: str) -> PromotionRecord:
+    """Roll the canary back; if even that fails, the error names the check and the canary."""
+    try:
+        return bf.rollback(canary.id)
+    except Exception as exc:
+        raise RefusedError(
+            f"canary {canary.id} failed on live ({why}) and its rollback failed ({first_line(exc)}): "
+            f"run `shadow-backfill rollback CONFIG --promotion {canary.id}`"
+        ) from exc
+
+
+def checks_on_live(bf: Backfill, keys: list[str], plan: PromotionPlan, queries: list[LoadedQuery]) -> list[Check]:
     """Each canary partition on live now: the validated row count, and every downstream query
     runs and returns rows."""
     fmt, scheme = bf.table_format, bf.scheme
@@ -79,8 +103,8 @@ def checks_on_live(bf: Backfill, keys: list[str], plan: PromotionPlan) -> list[C
         status = CheckStatus.PASS if expected is None or got == expected else CheckStatus.FAIL
         message = f"live partition {k} holds {got} row(s) after promotion, {expected} validated"
         checks.append(Check("canary_rows", k, status, got, f"== {expected}", message))
-    queries = load_queries(bf.config)
     if queries:
-        runs = measure_queries(bf.spark, queries, live, None, {k: scheme.value(k) for k in keys})
-        checks += [judge_on_live(q.name, k, on_live) for k, found_runs in runs.items() for q, on_live, _ in found_runs]
+        values = {k: scheme.value(k) for k in keys}
+        runs = measure_queries(bf.spark, queries, live, None, values, lambda df, k: df.filter(scheme.predicate([k])))
+        checks += [judge_on_live(r.query.name, k, r.judged) for k, results in runs.items() for r in results]
     return checks

@@ -247,6 +247,9 @@ class DownstreamQuery(_Strict):
     compare: bool = False
     """Also compare the query's result between shadow and live (an aggregate: at most 1000
     rows), by the tolerance and the change contract that judge columns."""
+    keys: list[str] | None = None
+    """With `compare`: the result's columns that identify a row (an aggregate's group keys, e.g.
+    an integer `hour`); default: its non-numeric columns."""
 
     @model_validator(mode="before")
     @classmethod

@@ -31,7 +31,8 @@ _UNTIL = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 def running_clock(zone: ZoneInfo, environ: dict[str, str] | None = None) -> Clock:
     """Now (aware): from `SHADOW_BACKFILL_NOW` if set, else the system clock, advancing in real
     time (monotonic: a clock change on the machine does not move a deadline)."""
-    start, started = current_time(zone, environ), time.monotonic()
+    # In UTC: a datetime of a ZoneInfo zone adds a timedelta on the wall clock (wrong across DST).
+    start, started = current_time(zone, environ).astimezone(dt.timezone.utc), time.monotonic()
     return lambda: start + dt.timedelta(seconds=time.monotonic() - started)
 
 

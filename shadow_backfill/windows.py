@@ -21,10 +21,12 @@ from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from shadow_backfill.errors import UsageError
+from shadow_backfill.partitions import MAX_PARTITIONS
 
 NOW_VARIABLE = "SHADOW_BACKFILL_NOW"
 _UTC = dt.timezone.utc
 _DURATION_PART = re.compile(r"(\d+)([wdhms])")
+_LONGEST = dt.timedelta(days=36525)  # a duration past this is a typo, and datetimes overflow
 _UNIT = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
 
 
@@ -36,9 +38,12 @@ def parse_duration(text: str, option: str) -> dt.timedelta:
     parts = _DURATION_PART.findall(compact)
     if not compact or "".join(n + u for n, u in parts) != compact:
         raise UsageError(f"{option} {text!r} is not a duration: write e.g. 2d, 6h, 1d12h or 90m")
-    total = dt.timedelta()
-    for number, unit in parts:
-        total += dt.timedelta(**{_UNIT[unit]: int(number)})
+    try:
+        total = sum((dt.timedelta(**{_UNIT[unit]: int(number)}) for number, unit in parts), dt.timedelta())
+    except OverflowError:
+        total = _LONGEST + _LONGEST
+    if total > _LONGEST:
+        raise UsageError(f"{option} {text!r} is longer than 100 years")
     return total
 
 
@@ -88,8 +93,8 @@ def complete_before(now: dt.datetime, lag: dt.timedelta) -> dt.datetime:
 def last_periods(granularity: str, n: int, cutoff: dt.datetime, zone: ZoneInfo) -> list[dt.datetime]:
     """The `n` newest periods (naive wall-clock starts in `zone`, ascending) that ended at or
     before `cutoff` (aware)."""
-    if n < 1:
-        raise UsageError(f"--last must be at least 1, not {n}")
+    if not 1 <= n <= MAX_PARTITIONS:
+        raise UsageError(f"--last must be from 1 to {MAX_PARTITIONS}, not {n}")
     cutoff = cutoff.astimezone(_UTC)
     period = _floor(cutoff.astimezone(zone).replace(tzinfo=None), granularity)
     chosen: list[dt.datetime] = []

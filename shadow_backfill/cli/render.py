@@ -46,6 +46,8 @@ def fail_if_incomplete(result: Any) -> None:
 
 def stop_line(result: Any) -> str:
     """Why a run stopped, and how many of its partitions remain for the next run."""
+    if not result.not_started:
+        return f"stopped by {result.stopped} before validation; rerun the same command to validate and promote"
     return (
         f"stopped by {result.stopped}: {len(result.not_started)} of {len(result.requested)} partition(s) "
         "remain; rerun the same command to resume"
@@ -172,7 +174,7 @@ def print_backfill(result: Any) -> None:
     out.print(run_summary(result.run, "recompute"))
     if result.validation.validation_id:
         print_verdicts(result.validation)
-    elif result.run.not_started:
+    elif result.run.stopped:
         out.print("validate: skipped, the run was stopped (--promote-partial judges what it finished)")
     if result.already_live:
         ids = ", ".join(sorted(set(result.already_live.values())))
@@ -180,7 +182,12 @@ def print_backfill(result: Any) -> None:
     rolled_back = canary_steps(result.canary) if result.canary is not None else None
     if result.promotion is not None and result.canary is None:
         out.print(promoted_line(result.promotion))
-    elif result.promote_requested and not result.already_live and result.validation.validation_id:
+    elif (
+        result.canary is None
+        and result.promote_requested
+        and not result.already_live
+        and result.validation.validation_id
+    ):
         out.print("promote: no partition passed; live is untouched")
     if result.reports:
         out.print(f"report: {result.reports['html']}")
@@ -192,11 +199,11 @@ def print_backfill(result: Any) -> None:
         problems.append(held_line(refused, f"not promoted ({result.refused[refused[0]]})"))
     if rolled_back is not None:
         problems.append(rolled_back)
-    if result.run.not_started:
+    if result.run.stopped:
         problems += [stop_line(result.run)] if problems else []
     if problems:
         fail("; ".join(problems))
-    if result.run.not_started:
+    if result.run.stopped:
         stopped(stop_line(result.run))
     if result.held:
         hold(held_line(result.held, "held for approval (verdict warn, not promoted)"))

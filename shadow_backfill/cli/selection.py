@@ -17,6 +17,7 @@ import typer
 from shadow_backfill.cli.output import split_partitions
 from shadow_backfill.cli.render import print_run_plan
 from shadow_backfill.errors import UsageError
+from shadow_backfill.partitions import MAX_PARTITIONS
 from shadow_backfill.windows import parse_duration
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ LastOption = typer.Option(
     None,
     "--last",
     min=1,
+    max=MAX_PARTITIONS,
     help="The N newest complete partitions (instead of --start/--end); see --lag and SHADOW_BACKFILL_NOW.",
 )
 LagOption = typer.Option(

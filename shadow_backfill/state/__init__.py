@@ -11,7 +11,7 @@ from shadow_backfill.state.leases import lock_owner
 from shadow_backfill.state.partitions import PartitionRecord
 from shadow_backfill.state.pipelines import PipelineRecord
 from shadow_backfill.state.schema import metadata
-from shadow_backfill.state.store import SUPPORTED_DIALECTS, StateStore, parse_state_url, store_exists
+from shadow_backfill.state.store import SUPPORTED_DIALECTS, StateStore, parse_state_url, reading
 from shadow_backfill.state.verdicts import VerdictRecord
 
 __all__ = [
@@ -27,6 +27,6 @@ __all__ = [
     "lock_owner",
     "metadata",
     "parse_state_url",
-    "store_exists",
+    "reading",
     "utcnow",
 ]

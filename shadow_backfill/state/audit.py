@@ -154,7 +154,10 @@ class AuditTrail(Db):
     def carried_columns(self, live_table: str) -> set[str]:
         """Columns a promotion into `live_table` added (`+col` in its schema change): live has
         them because of the tool, null where nothing was promoted."""
-        return {c[1:] for r in self.promotions(live_table) for c in r.schema_change if c.startswith("+")}
+        # Only the column it needs: a store opened without migrating (a dry run) may predate others.
+        with self._connect() as c:
+            rows = c.execute(select(promotions.c.schema_change).where(promotions.c.live_table == live_table)).all()
+        return {col[1:] for (change,) in rows for col in json.loads(change or "[]") if col.startswith("+")}
 
     def promotions(self, live_table: str) -> list[PromotionRecord]:
         with self._connect() as c:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_plus
 
-from sqlalchemy import create_engine, event
+from sqlalchemy import create_engine, event, inspect
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
@@ -45,11 +45,13 @@ _SECRET_PARAM = SECRET_NAME
 class StateStore(Runs, Partitions, VerdictStore, AuditTrail, PipelineTrail, Leases):
     """All reads and writes of run and partition state go through here."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, migrate: bool = True) -> None:
+        """`migrate=False` opens the store as it is, creating and altering nothing (`reading`)."""
         self.shown_url = shown_url(url)
         parsed = parse_state_url(url)
         self.url = url
-        _make_sqlite_file(parsed, self.shown_url)
+        if migrate:
+            _make_sqlite_file(parsed, self.shown_url)
         try:
             self.engine = create_engine(parsed, future=True)
         except ImportError as exc:  # the dialect's driver package is not installed
@@ -61,6 +63,8 @@ class StateStore(Runs, Partitions, VerdictStore, AuditTrail, PipelineTrail, Leas
             raise ConfigError(f"state.url {self.shown_url}: {redact(str(exc).strip().splitlines()[0])}") from None
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
+        if not migrate:
+            return
         try:
             metadata.create_all(self.engine)
             add_new_columns(self.engine)
@@ -151,17 +155,25 @@ def _masked_query(rest: str) -> str:
     return f"{head}?{'&'.join(pairs)}"
 
 
-def store_exists(url: str) -> bool:
-    """False only for an SQLite file that is not there yet: a command that must write nothing
-    (a dry run) then reads an empty store instead of creating one. A server's store is assumed
-    to exist (its tables are created on first open, as always)."""
+def reading(url: str) -> StateStore:
+    """The store for a command that must write nothing (a dry run): opened as it is, without
+    creating its file or tables or adding columns; an empty in-memory store when it does not
+    exist yet (no SQLite file, or a server database without the tool's tables)."""
     parsed = parse_state_url(url)
-    database = parsed.database
-    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
-        return True
-    if str(parsed.query.get("uri", "")).lower() in ("true", "1") or database.startswith("file:"):
-        return True
-    return Path(database).exists()
+    database = parsed.database or ""
+    plain_file = parsed.get_backend_name() == "sqlite" and database not in ("", ":memory:")
+    if plain_file and not database.startswith("file:") and not Path(database).exists():
+        return StateStore("sqlite://")
+    store = StateStore(url, migrate=False)
+    try:
+        present = inspect(store.engine).has_table("partitions")
+    except DBAPIError as exc:
+        store.close()
+        raise StateStoreError(f"cannot open the state store {store.shown_url}: {first_line(exc)}") from exc
+    if present:
+        return store
+    store.close()
+    return StateStore("sqlite://")
 
 
 def _make_sqlite_file(parsed: URL, shown: str) -> None:

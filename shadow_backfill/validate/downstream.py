@@ -46,6 +46,16 @@ class QueryRun:
 
 
 @dataclass(frozen=True)
+class QueryResult:
+    """One query on one partition: its run on the side judged (the shadow; for a canary, live
+    after the commit) and on live (None: not run there, or live has no such partition)."""
+
+    query: LoadedQuery
+    judged: QueryRun
+    live: QueryRun | None
+
+
+@dataclass(frozen=True)
 class Difference:
     """One way a compared result differs: a value of a numeric column on a row, or a row only
     one side returned (`column` None)."""
@@ -56,8 +66,9 @@ class Difference:
     live: Any
 
 
-def judge_query(spec: ValidationSpec, name: str, compare: bool, shadow: QueryRun, live: QueryRun | None) -> Check:
+def judge_query(spec: ValidationSpec, query: LoadedQuery, shadow: QueryRun, live: QueryRun | None) -> Check:
     """One check per query and partition: the worst of what it found, the first finding named."""
+    name = query.name
     if shadow.error is not None:
         return _check(name, CheckStatus.FAIL, f"fails on the shadow: {shadow.error}")
     if not shadow.has_rows:
@@ -66,15 +77,40 @@ def judge_query(spec: ValidationSpec, name: str, compare: bool, shadow: QueryRun
         return _check(name, CheckStatus.PASS, "runs on the shadow (no live partition to compare with)")
     if live.error is not None:
         return _check(name, CheckStatus.WARN, f"fails on live ({live.error}); runs on the shadow")
-    if shadow.columns != live.columns:
+    if undeclared_column_changes(spec, shadow.columns, live.columns):
         return _check(name, CheckStatus.FAIL, f"gives columns {_cols(shadow)} on the shadow, {_cols(live)} on live")
-    if not compare:
+    if not query.compare:
         return _check(name, CheckStatus.PASS, "runs on the shadow with live's columns")
     if shadow.truncated or live.truncated or shadow.rows is None or live.rows is None:
         message = f"returns more than {MAX_COMPARED_ROWS} rows: compare: true needs an aggregate query"
         return _check(name, CheckStatus.FAIL, message)
-    diffs = differences(shadow.columns, shadow.rows, live.rows, spec.tolerance.abs, spec.tolerance.rel)
+    if shadow.columns != live.columns:
+        return _check(name, CheckStatus.PASS, "runs on the shadow; its columns changed as declared, so not compared")
+    tolerance = (spec.tolerance.abs, spec.tolerance.rel)
+    diffs = differences(shadow.columns, shadow.rows, live.rows, *tolerance, keys=query.keys)
     return _judge_differences(spec, name, diffs)
+
+
+def undeclared_column_changes(
+    spec: ValidationSpec, shadow: tuple[tuple[str, str], ...], live: tuple[tuple[str, str], ...]
+) -> list[str]:
+    """Result columns that differ between the sides (missing on one, or of another type) and
+    that `expected_schema_changes` does not declare (added, removed or retyped)."""
+    declared = spec.expected_schema_changes
+    s, lv = dict(shadow), dict(live)
+    changed = []
+    for column in s.keys() | lv.keys():
+        if column not in lv:
+            ok = column in declared.added
+        elif column not in s:
+            ok = column in declared.removed
+        else:
+            ok = s[column] == lv[column] or column in declared.retyped
+        if not ok:
+            changed.append(column)
+    if not changed and [c for c, _ in shadow if c in lv] != [c for c, _ in live if c in s]:
+        changed.append("(column order)")
+    return sorted(changed)
 
 
 def _judge_differences(spec: ValidationSpec, name: str, diffs: list[Difference]) -> Check:
@@ -88,7 +124,12 @@ def _judge_differences(spec: ValidationSpec, name: str, diffs: list[Difference])
         what = f"row {list(first.row)} only on {side}"
     else:
         what = f"{first.column} on row {list(first.row)}: shadow {first.shadow}, live {first.live}"
-    expected = "expected change" if status == CheckStatus.PASS else "differs from live"
+    ignored = status == CheckStatus.PASS and first.column not in spec.expected_changes
+    expected = (
+        "differs, ignored (unexpected_changes: ignore)"
+        if ignored
+        else ("expected change" if status == CheckStatus.PASS else "differs from live")
+    )
     return _check(name, status, f"{expected}: {what} ({len(diffs)} difference(s))", observed=len(diffs))
 
 
@@ -97,6 +138,8 @@ def _grade(spec: ValidationSpec, d: Difference) -> CheckStatus:
     bounds = spec.expected_changes.get(d.column) if d.column is not None else None
     if bounds is None:
         return CheckStatus.PASS if spec.unexpected_changes == "ignore" else CheckStatus(spec.unexpected_changes)
+    if not (_number(d.shadow) and _number(d.live)):
+        return CheckStatus.FAIL  # a declared change bounds numbers: a value turned null or NaN breaks it
     change = abs(float(d.shadow) - float(d.live))
     pct = 100.0 * change / abs(float(d.live)) if float(d.live) != 0 else (math.inf if change else 0.0)
     statuses = [grade(v, th) for v, th in ((change, bounds.mean_change), (pct, bounds.mean_change_pct)) if th]
@@ -109,13 +152,18 @@ def differences(
     live: tuple[tuple[Any, ...], ...],
     abs_tol: float,
     rel_tol: float,
+    keys: list[str] | None = None,
 ) -> list[Difference]:
-    """Rows are matched on the non-numeric columns (an aggregate's group keys; the n-th row with
-    the same keys matches the n-th), numeric values compared as |shadow - live| <= abs + rel *
-    |live| (float noise is not a change)."""
-    numeric = [i for i, (_, kind) in enumerate(columns) if kind.split("(")[0].lower() in _NUMERIC]
-    keys = [i for i in range(len(columns)) if i not in numeric]
-    by_key_shadow, by_key_live = _index(shadow, keys), _index(live, keys)
+    """Rows are matched on `keys` (default: the non-numeric columns; the n-th row with the same
+    keys matches the n-th), numeric values compared as |shadow - live| <= abs + rel * |live|
+    (float noise is not a change)."""
+    if keys is not None:
+        key_at = [i for i, (name, _) in enumerate(columns) if name in keys]
+        numeric = [i for i, (_, kind) in enumerate(columns) if i not in key_at and _is_numeric(kind)]
+    else:
+        numeric = [i for i, (_, kind) in enumerate(columns) if _is_numeric(kind)]
+        key_at = [i for i in range(len(columns)) if i not in numeric]
+    by_key_shadow, by_key_live = _index(shadow, key_at), _index(live, key_at)
     out: list[Difference] = []
     for k in sorted(by_key_shadow.keys() | by_key_live.keys(), key=repr):
         s, lv = by_key_shadow.get(k), by_key_live.get(k)
@@ -128,11 +176,28 @@ def differences(
     return out
 
 
+def _is_numeric(kind: str) -> bool:
+    return kind.split("(")[0].lower() in _NUMERIC
+
+
+def _number(v: Any) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+def _hashable(v: Any) -> Any:
+    """A result value as part of a row's key (arrays and maps come back as lists and dicts)."""
+    if isinstance(v, dict):
+        return tuple(sorted((repr(k), _hashable(x)) for k, x in v.items()))
+    if isinstance(v, (list, tuple)):
+        return tuple(_hashable(x) for x in v)
+    return v
+
+
 def _index(rows: tuple[tuple[Any, ...], ...], keys: list[int]) -> dict[tuple[Any, ...], tuple[Any, ...]]:
     seen: dict[tuple[Any, ...], int] = {}
     out = {}
     for row in sorted(rows, key=repr):
-        key = tuple(row[i] for i in keys)
+        key = tuple(_hashable(row[i]) for i in keys)
         n = seen[key] = seen.get(key, -1) + 1
         out[(*key, n)] = row
     return out
@@ -157,11 +222,13 @@ def _check(name: str, status: CheckStatus, message: str, observed: Any = None) -
 
 @dataclass(frozen=True)
 class LoadedQuery:
-    """A downstream query read from its file: `name` (the file's name) is what checks cite."""
+    """A downstream query read from its file: `name` (its path as the config gives it) is what
+    checks cite."""
 
     name: str
     text: str
     compare: bool
+    keys: list[str] | None = None
 
 
 def load_queries(config: BackfillConfig) -> list[LoadedQuery]:
@@ -178,7 +245,7 @@ def load_queries(config: BackfillConfig) -> list[LoadedQuery]:
             raise ConfigError(
                 f"validation.downstream_queries: {str(path)!r} never names {{table}} (the table under test)"
             )
-        loaded.append(LoadedQuery(path.name, text, q.compare))
+        loaded.append(LoadedQuery(str(q.sql), text, q.compare, q.keys))
     return loaded
 
 

@@ -152,13 +152,16 @@ class Validator:
         one check per query to the partition's verdict."""
         judged = {v.partition: v for v in verdicts if v.metrics.shadow_rows}
         values = {k: self.scheme.value(k) for k in judged}
-        runs = measure_queries(self.spark, queries, shadow, live, values)
+        runs = measure_queries(self.spark, queries, shadow, live, values, self._one_partition)
         spec = self.config.validation
-        for key, found in runs.items():
+        for key, results in runs.items():
             v = judged[key]
             has_live = bool(v.metrics.live_rows)
-            v.checks += [judge_query(spec, q.name, q.compare, s, lv if has_live else None) for q, s, lv in found]
+            v.checks += [judge_query(spec, r.query, r.judged, r.live if has_live else None) for r in results]
             v.verdict = worst(c.status for c in v.checks)
+
+    def _one_partition(self, table: Any, key: str) -> Any:
+        return table.filter(self.scheme.predicate([key]))
 
     def _check_keys(self, columns_by_table: dict[str, list[str]]) -> None:
         """A key column missing from either table would only surface as an analysis error deep

@@ -52,12 +52,12 @@ def test_a_partition_that_breaks_a_consumer_query_fails(make: MakeBackfill) -> N
     assert verdicts == {k: "fail" if k == DRIFT else "pass" for k in bf.scheme.expand(START, END)}
 
     broken = _checks(bf, DRIFT)
-    assert broken["training.sql"].message == "training.sql: returns no rows on the shadow"
-    assert broken["totals.sql"].status.value == "fail"
-    assert "totals.sql: differs from live" in broken["totals.sql"].message
+    assert broken["queries/training.sql"].message == "queries/training.sql: returns no rows on the shadow"
+    assert broken["queries/totals.sql"].status.value == "fail"
+    assert "queries/totals.sql: differs from live" in broken["queries/totals.sql"].message
     fine = _checks(bf, START)
     assert {c.status.value for c in fine.values()} == {"pass"}
-    assert fine["totals.sql"].message == "totals.sql: gives live's result within the tolerance"
+    assert fine["queries/totals.sql"].message == "queries/totals.sql: gives live's result within the tolerance"
 
 
 def test_a_canary_whose_downstream_query_fails_is_rolled_back(make: MakeBackfill) -> None:
@@ -76,7 +76,7 @@ def test_a_canary_whose_downstream_query_fails_is_rolled_back(make: MakeBackfill
     assert result.exit_code == 1, result.output
     assert "canary: promoted 2 partition(s)" in result.output
     assert "canary rolled back as rollback-" in result.output
-    assert f"training.sql: fails on live partition {START} after promotion" in result.output
+    assert f"queries/training.sql: fails on live partition {START} after promotion" in result.output
     assert sorted(map(tuple, bf.read_live().collect())) == sorted(map(tuple, before))
     assert bf.table_format.current_version(bf.live_table) != live_version  # the commit and its undo
     canary, undo = bf.history(reconcile_live=False)
@@ -94,6 +94,7 @@ def test_a_canary_that_passes_on_live_lets_the_rest_follow(make: MakeBackfill) -
     assert "canary: promoted 3 partition(s)" in result.output
     assert "canary checks on live: 6 of 6 passed" in result.output  # rows and the query, 3 partitions
     assert "rest: promoted 7 partition(s)" in result.output
+    assert "no partition passed" not in result.output and "held" not in result.output
     canary, rest = bf.history(reconcile_live=False)
     assert (canary.step, rest.step, rest.steps_of) == ("canary", "rest", canary.id)
     assert canary.partitions == bf.scheme.expand(START, END)[:3] and len(rest.partitions) == 7

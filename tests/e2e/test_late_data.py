@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import sb_test_transforms as t
@@ -11,7 +12,6 @@ from support import QUIET, MakeBackfill
 from typer.testing import CliRunner
 
 from shadow_backfill.cli.app import app
-from shadow_backfill.state.store import store_exists
 from shadow_backfill.windows import NOW_VARIABLE
 
 NIGHT = "2024-01-12T03:00Z"  # minus 2 days: the days ending by 2024-01-10T03:00Z
@@ -25,8 +25,11 @@ def _plan(cfg: str) -> dict:  # type: ignore[type-arg]
 
 
 @pytest.mark.store
-def test_nightly_last_three_days_two_days_late(make: MakeBackfill, monkeypatch: pytest.MonkeyPatch) -> None:
-    bf = make(validation=QUIET)
+def test_nightly_last_three_days_two_days_late(
+    make: MakeBackfill, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    db = tmp_path / "not-yet" / "state.db"
+    bf = make(validation=QUIET, state={"url": f"sqlite:///{db}"})
     cfg = str(bf.config_path)  # type: ignore[attr-defined]
     monkeypatch.setenv(NOW_VARIABLE, NIGHT)
 
@@ -39,7 +42,7 @@ def test_nightly_last_three_days_two_days_late(make: MakeBackfill, monkeypatch: 
     assert rows == {k: ("recompute", t.ROWS_PER_DAY, None) for k in LAST_THREE}
     assert sum(len(c) for c in before["chunks"]) == 3
     assert not bf.table_format.exists(bf.shadow_table)
-    assert bf.config.state.url is not None or not store_exists(bf.config.state_url)
+    assert not db.exists() and not db.parent.exists()
     live_version = bf.table_format.current_version(bf.live_table)
 
     night = CliRunner().invoke(app, ["backfill", cfg, "--last", "3", "--lag", "2d"])

@@ -14,6 +14,7 @@ from shadow_backfill.config import ValidationSpec, load_config
 from shadow_backfill.errors import ConfigError
 from shadow_backfill.validate.downstream import (
     MAX_COMPARED_ROWS,
+    LoadedQuery,
     QueryRun,
     bind,
     differences,
@@ -30,8 +31,10 @@ def run(*rows: tuple[Any, ...], columns: tuple[tuple[str, str], ...] = COLS) -> 
     return QueryRun(columns=columns, has_rows=bool(rows), rows=tuple(rows))
 
 
-def judged(shadow: QueryRun, live: QueryRun | None = LIVE, compare: bool = True, **spec: Any) -> tuple[str, str]:
-    check = judge_query(ValidationSpec(**spec), "q.sql", compare, shadow, live)
+def judged(
+    shadow: QueryRun, live: QueryRun | None = LIVE, compare: bool = True, keys: list[str] | None = None, **spec: Any
+) -> tuple[str, str]:
+    check = judge_query(ValidationSpec(**spec), LoadedQuery("q.sql", "", compare, keys), shadow, live)
     assert check.name == "downstream_query" and check.column == "q.sql"
     return check.status.value, check.message
 
@@ -64,7 +67,11 @@ def test_compare_holds_the_result_to_live_within_the_tolerance() -> None:
         "q.sql: differs from live: total on row ['a']: shadow 12.0, live 10.0 (1 difference(s))",
     )
     assert judged(moved, unexpected_changes="warn")[0] == "warn"
-    assert judged(moved, unexpected_changes="ignore")[0] == "pass"
+    assert judged(moved, unexpected_changes="ignore") == (
+        "pass",
+        "q.sql: differs, ignored (unexpected_changes: ignore): total on row ['a']: shadow 12.0, live 10.0 "
+        "(1 difference(s))",
+    )
     lost = run(("a", 2, 10.0))
     assert judged(lost)[1] == "q.sql: differs from live: row ['b'] only on live (1 difference(s))"
 
@@ -80,6 +87,30 @@ def test_a_declared_change_is_held_to_its_bounds() -> None:
     assert judged(moved, **absolute)[0] == "warn"
 
 
+def test_a_declared_column_turning_null_or_nan_fails() -> None:
+    declared = {"expected_changes": {"total": {"mean_change_pct": {"warn": 25, "fail": 50}}}}
+    assert judged(run(("a", 2, None), ("b", 3, 7.5)), **declared)[0] == "fail"
+    assert judged(run(("a", 2, math.nan), ("b", 3, 7.5)), **declared)[0] == "fail"
+
+
+def test_declared_schema_changes_may_change_a_querys_columns() -> None:
+    added = run(("a", 2, 10.0, 1), columns=(*COLS, ("score", "int")))
+    assert judged(added)[0] == "fail"
+    status, message = judged(added, expected_schema_changes={"added": ["score"]})
+    assert status == "pass" and "changed as declared" in message
+    widened = run(("a", 2, 10.0), columns=(("cat", "string"), ("n", "double"), ("total", "double")))
+    assert judged(widened, expected_schema_changes={"retyped": {"n": "double"}})[0] == "pass"
+
+
+def test_integer_group_keys_can_be_named() -> None:
+    cols = (("hour", "int"), ("n", "bigint"))
+    shadow, live = ((1, 5), (3, 7)), ((1, 5), (2, 6), (3, 7))
+    by_default = differences(cols, shadow, live, 0, 0)
+    assert len(by_default) == 3  # paired by position once hour 2 is missing: hour 3 vs 2, and so on
+    named = differences(cols, shadow, live, 0, 0, keys=["hour"])
+    assert [(d.column, d.row) for d in named] == [(None, (2,))]
+
+
 def test_compare_refuses_row_level_results() -> None:
     big = QueryRun(columns=COLS, has_rows=True, rows=(), truncated=True)
     status, message = judged(big)
@@ -89,6 +120,8 @@ def test_compare_refuses_row_level_results() -> None:
 def test_rows_match_on_their_keys_even_when_keys_repeat() -> None:
     cols = (("cat", "string"), ("v", "double"))
     assert differences(cols, (("a", 1.0), ("a", 2.0)), (("a", 2.0), ("a", 1.0)), 0, 0) == []
+    arrays = (("tags", "array<string>"), ("v", "double"))
+    assert differences(arrays, ((["x"], 1.0),), ((["x"], 1.0),), 0, 0) == []
     assert differences(cols, (("a", math.nan),), (("a", math.nan),), 0, 0) == []
     assert differences(cols, (("a", None),), (("a", None),), 0, 0) == []
     assert len(differences(cols, (("a", None),), (("a", 1.0),), 0, 0)) == 1
@@ -124,7 +157,7 @@ def test_query_files_are_read_with_the_config(tmp_path: Path) -> None:
         )
     )
     loaded = load_queries(load_config(cfg))
-    assert [(q.name, q.compare) for q in loaded] == [("good.sql", False), ("good.sql", True)]
+    assert [(q.name, q.compare) for q in loaded] == [("q/good.sql", False), ("q/good.sql", True)]
     for name, message in (("q/bad.sql", "never names {table}"), ("q/missing.sql", "cannot read")):
         cfg.write_text(yaml.safe_dump({**base, "validation": {"downstream_queries": [name]}}))
         with pytest.raises(ConfigError, match=message):

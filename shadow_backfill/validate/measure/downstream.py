@@ -12,16 +12,13 @@ pass parameters on.)
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from shadow_backfill.validate.downstream import MAX_COMPARED_ROWS, LoadedQuery, QueryRun, bind
-
-# One query's runs on one partition: (query, shadow, live or None when live has no partition).
-Runs = list[tuple[LoadedQuery, QueryRun, QueryRun | None]]
+from shadow_backfill.validate.downstream import MAX_COMPARED_ROWS, LoadedQuery, QueryResult, QueryRun, bind
 
 
 def first_line(exc: BaseException) -> str:
@@ -67,20 +64,30 @@ def run_query(spark: SparkSession, text: str, view: str, partition: str, compare
 def measure_queries(
     spark: SparkSession,
     queries: list[LoadedQuery],
-    shadow: DataFrame,
+    judged: DataFrame,
     live: DataFrame | None,
     values: dict[str, Any],
-) -> dict[str, Runs]:
-    """Each query on each partition (`values`: key -> typed value), on `shadow` and on `live`
-    (None: only on the shadow, as a canary's check on live passes live as `shadow`)."""
-    out: dict[str, Runs] = {k: [] for k in values}
-    with table_view(spark, shadow) as on_shadow, _maybe_view(spark, live) as on_live:
-        for key, value in values.items():
-            with partition_view(spark, value) as p:
-                for q in queries:
-                    s = run_query(spark, q.text, on_shadow, p, q.compare)
-                    lv = run_query(spark, q.text, on_live, p, q.compare) if on_live else None
-                    out[key].append((q, s, lv))
+    narrow: Callable[[DataFrame, str], DataFrame],
+) -> dict[str, list[QueryResult]]:
+    """Each query on each partition (`values`: key -> typed value), on `judged` and on `live`
+    (None: only on `judged`). `narrow(table, key)` is the table's rows of one partition: each
+    query reads one partition's view, so a query costs what its partition costs."""
+    out: dict[str, list[QueryResult]] = {}
+    for key, value in values.items():
+        live_rows = narrow(live, key) if live is not None else None
+        with (
+            table_view(spark, narrow(judged, key)) as on_judged,
+            _maybe_view(spark, live_rows) as on_live,
+            partition_view(spark, value) as p,
+        ):
+            out[key] = [
+                QueryResult(
+                    q,
+                    run_query(spark, q.text, on_judged, p, q.compare),
+                    run_query(spark, q.text, on_live, p, q.compare) if on_live else None,
+                )
+                for q in queries
+            ]
     return out
 
 
