@@ -130,13 +130,19 @@ def validate(
 
 @app.command()
 @handle_errors
-def status(pipeline: Path = PipelineArg, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+def status(
+    pipeline: Path = PipelineArg,
+    start: str | None = typer.Option(None, help="First partition (default: every recomputed one)."),
+    end: str | None = typer.Option(None, help="Last partition (included)."),
+    partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
     """Each partition's verdict in every layer and for the pipeline (from the state store; no Spark)."""
     from shadow_backfill.pipeline.report import pipeline_document
     from shadow_backfill.pipeline.results import PipelineValidation
 
     p = open_pipeline(pipeline)
-    verdicts = p.verdicts()
+    verdicts = p.verdicts(p.selected(start, end, split_partitions(partitions)))
     if as_json:
         sys.stdout.write(json.dumps(pipeline_document(p.file.name, p.order, verdicts), indent=2) + "\n")
         return
@@ -196,9 +202,13 @@ def history(
 def report(
     pipeline: Path = PipelineArg,
     out_dir: Path = typer.Option(..., "--out", help="Folder for pipeline.html/.json/.md and each layer's reports."),
+    start: str | None = typer.Option(None, help="First partition of the pipeline's calendar (default: all)."),
+    end: str | None = typer.Option(None, help="Last partition (included)."),
+    partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
 ) -> None:
     """Write the pipeline's report and each layer's (no Spark)."""
-    for kind, path in open_pipeline(pipeline).report(out_dir).items():
+    p = open_pipeline(pipeline)
+    for kind, path in p.report(out_dir, p.selected(start, end, split_partitions(partitions))).items():
         out.print(f"{kind:9} {path}")
 
 

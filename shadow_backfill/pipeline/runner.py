@@ -413,9 +413,17 @@ class Pipeline:
         """The pipeline's promotions and rollbacks of the set, oldest first (no Spark)."""
         return self.store.pipeline_records(str(self.file.path))
 
-    def report(self, out_dir: str | Path) -> dict[str, Path]:
+    def selected(
+        self, start: str | None = None, end: str | None = None, partitions: Sequence[str] | None = None
+    ) -> list[str]:
+        """The partitions a read-only command shows: a range or a list, or every partition a
+        layer has recomputed (no Spark)."""
+        return self._keys(start, end, partitions, required=False)
+
+    def report(self, out_dir: str | Path, keys: Sequence[str] | None = None) -> dict[str, Path]:
         """Each layer's reports in a folder of its own, and the pipeline's (one calendar per
-        layer and the pipeline verdict, with the layer that failed each partition)."""
+        layer and the pipeline verdict, with the layer that failed each partition). `keys`
+        narrows the pipeline's calendar; a layer's own report keeps all its verdicts."""
         from shadow_backfill.pipeline.report import write_pipeline_report
 
         folder = Path(out_dir)
@@ -423,7 +431,7 @@ class Pipeline:
         for key in self.order:
             if self.layers[key].verdicts():
                 layer_reports[key] = self.layers[key].report(folder / key)["html"]
-        verdicts = self.verdicts()
+        verdicts = self.verdicts(keys)
         return write_pipeline_report(self.file.name, self.order, verdicts, layer_reports, folder)
 
     @one_at_a_time

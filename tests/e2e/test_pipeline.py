@@ -31,6 +31,7 @@ from shadow_backfill.cli import app
 
 STAGING_BROKEN = t.STAGING_BROKEN.isoformat()
 FEATURES_BROKEN = t.FEATURES_BROKEN.isoformat()
+RANGE = ["--start", START, "--end", END]
 
 
 def _same(a: Any, b: Any) -> None:
@@ -180,6 +181,13 @@ def test_the_cli_runs_a_pipeline_whose_sql_layer_reads_a_view(make_backfill: Mak
     status = json.loads(cli.invoke(app, ["pipeline", "status", path, "--json"]).stdout)
     by_day = {p["partition"]: p for p in status["partitions"]}
     assert by_day[STAGING_BROKEN]["layers"] == {"raw": "pass", "staging": "fail", "features": "blocked"}
+    one = ["--start", STAGING_BROKEN, "--end", STAGING_BROKEN]
+    narrowed = json.loads(cli.invoke(app, ["pipeline", "status", path, *one, "--json"]).stdout)
+    assert [p["partition"] for p in narrowed["partitions"]] == [STAGING_BROKEN]
+    written = cli.invoke(app, ["pipeline", "report", path, "--out", str(tmp_path / "one"), *one])
+    assert written.exit_code == 0, written.output
+    doc = json.loads((tmp_path / "one" / "pipeline.json").read_text())
+    assert [p["partition"] for p in doc["partitions"]] == [STAGING_BROKEN]
     history = json.loads(cli.invoke(app, ["pipeline", "history", path, "--json"]).stdout)
     assert [h["kind"] for h in history] == ["promote"]
     assert [m["table"] for m in history[0]["members"]] == ["raw", "staging", "features"]
@@ -240,6 +248,79 @@ def test_a_promotion_killed_between_layers_is_finished_by_the_next_command(make:
     assert [layer for layer, _ in undo.members] == ["features", "staging", "raw"]
     for key in rerun.order:
         assert sorted(layers[key].read_live().collect()) == live_before[key]
+
+
+def _written_in(db: Path, table: str) -> int:
+    """Partitions of `table` written, as the killed process left the store (0: no store yet)."""
+    if not db.exists():
+        return 0
+    with sqlite3.connect(db) as c:
+        try:
+            (n,) = c.execute(
+                "SELECT count(*) FROM partitions WHERE shadow_table = ? AND status = 'written'", (table,)
+            ).fetchone()
+        except sqlite3.OperationalError:  # the store's tables are being created
+            return 0
+    return int(n)
+
+
+@pytest.mark.parametrize("backend", [b for b in BACKENDS if b.id == "delta-sail"], indirect=True)
+def test_a_pipeline_killed_while_recomputing_is_finished_by_the_next_backfill(
+    make: MakeBackfill, tmp_path: Path
+) -> None:
+    """kill -9 of `pipeline backfill` once staging has written a partition (raw's transform is
+    slow in the killed process): the next `backfill` recomputes what is missing in each layer,
+    from the run's shadows, and promotes the set as an unbroken run would."""
+    probe = make(seed_live=False)
+    transforms = {**TRANSFORMS, "raw": {"function": "sb_test_transforms:slow"}}
+    pipeline, layers = _pipeline(make, tmp_path, probe.spark, transforms, run={"max_parallel": 2})
+    db = tmp_path / "pipeline-state.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "shadow_backfill.cli", "pipeline", "backfill", str(pipeline.file.path), *RANGE],
+        env=killable_cli_env(layers["raw"], 0.5),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and not _written_in(db, layers["staging"].shadow_table):
+        assert time.monotonic() < deadline, "staging wrote nothing and the run did not end"
+        time.sleep(0.01)
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, "the run ended before the kill"
+    assert _written_in(db, layers["features"].shadow_table) < 10, "killed before the last layer finished"
+
+    rerun = Pipeline.from_file(pipeline.file.path, spark=probe.spark)
+    result = rerun.backfill(START, END, report_dir=tmp_path / "report")
+    good = [d for d in probe.scheme.expand(START, END) if d not in (STAGING_BROKEN, FEATURES_BROKEN)]
+    assert result.promotion is not None and result.promotion.partitions == good
+    staged = layers["staging"].read_shadow(good).withColumn("amount", F.col("amount") + 1)
+    _same(layers["features"].read_live(good), staged)
+    for key in rerun.order:
+        _same(layers[key].read_live(good), layers[key].read_shadow(good))
+        assert not [r for r in layers[key].status() if r.status == "running"], f"{key}: nothing left running"
+
+
+@pytest.mark.parametrize("backend", [b for b in BACKENDS if b.id == "delta-sail"], indirect=True)
+def test_max_parallel_caps_chunks_of_every_layer_together(make: MakeBackfill, tmp_path: Path) -> None:
+    """Three layers whose transforms take two parameters (they read what they read, as outside a
+    pipeline) and count the calls in flight: never more than the pipeline's cap, and the cap is
+    reached."""
+    probe = make(seed_live=False)
+    tracked = {"function": "sb_test_transforms:tracked"}
+    transforms = {"raw": tracked, "staging": tracked, "features": tracked}
+    pipeline, layers = _pipeline(make, tmp_path, probe.spark, transforms, run={"max_parallel": 2})
+    t.peak, t.in_flight, t.SLEEP_S = 0, 0, 0.3
+    try:
+        result = pipeline.run(START, END)
+    finally:
+        t.SLEEP_S = 0.0
+    assert t.peak == 2, f"transform calls in flight peaked at {t.peak} across layers, the cap is 2"
+    for key in pipeline.order:
+        assert sorted(result.runs[key].written) == probe.scheme.expand(START, END)  # type: ignore[union-attr]
+        _same(layers[key].read_shadow(), layers["raw"].read_shadow())
 
 
 def test_gate_written_and_a_layer_computed_from_replaced_upstream_data(

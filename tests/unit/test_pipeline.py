@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,15 @@ def test_a_pipeline_file_loads_its_layers_in_order(tmp_path: Path) -> None:
     ("change", "message"),
     [
         ({"staging": {"live_table": "local.db.raw"}}, "'raw' and 'staging' both write local.db.raw"),
+        # the same table spelt otherwise: the session catalog's prefix and case, a path's `..`
+        ({"raw": {"live_table": "db.raw"}, "staging": {"live_table": "spark_catalog.DB.raw"}}, "both write"),
+        (
+            {
+                "raw": {"format": "delta", "live_table": "/x/raw"},
+                "staging": {"format": "delta", "live_table": "/x/staging/../raw/"},
+            },
+            "'raw' and 'staging' both write /x/staging/../raw/",
+        ),
         ({"staging": {"format": "delta", "live_table": "/x/staging"}}, "'staging' has another format than 'raw'"),
         ({"staging": {"state": {"url": "sqlite:////tmp/other.db"}}}, "another state store"),
         ({"staging": {"partition": {"column": "ds", "granularity": "hourly"}}}, "another partition granularity"),
@@ -82,7 +92,7 @@ def test_a_pipeline_file_loads_its_layers_in_order(tmp_path: Path) -> None:
 )
 def test_layers_that_cannot_share_a_run_are_refused(tmp_path: Path, change: dict[str, Any], message: str) -> None:
     tables = {
-        "raw": {"config": _config(tmp_path, "raw")},
+        "raw": {"config": _config(tmp_path, "raw", **change.get("raw", {}))},
         "staging": {"config": _config(tmp_path, "staging", **change.get("staging", {})), "depends_on": ["raw"]},
     }
     with pytest.raises(ConfigError, match=message):
@@ -170,6 +180,21 @@ def test_the_pipeline_report_escapes_data(tmp_path: Path) -> None:
         "checks": [],
         "failed_in": ["staging"],
     }
+
+
+def test_the_pipeline_report_shows_a_strip_per_layer_and_who_failed_each_day(tmp_path: Path) -> None:
+    verdicts = [
+        PipelineVerdict("2024-01-01", {"raw": "pass", "staging": "pass"}),
+        PipelineVerdict("2024-01-02", {"raw": "pass", "staging": "fail"}),
+    ]
+    page = write_pipeline_report("p", ["raw", "staging"], verdicts, {}, tmp_path)["html"].read_text()
+    strips = re.findall(r'<div class="strip"><span class="name">([^<]*)</span>(.*?)</div>', page)
+    assert [name for name, _ in strips] == ["raw", "staging", "pipeline"]
+    days = {name: re.findall(r'title="([^"]*)"', boxes) for name, boxes in strips}
+    assert days["staging"] == ["2024-01-01: pass", "2024-01-02: fail"]
+    assert days["pipeline"] == ["2024-01-01: pass", "2024-01-02: fail"]
+    held = page.split("<h2>Partitions held back</h2>", 1)[1]
+    assert "<td>2024-01-02</td><td>fail</td><td>staging</td>" in held and "2024-01-01" not in held
 
 
 def test_a_bad_pipeline_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
