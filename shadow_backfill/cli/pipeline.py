@@ -15,6 +15,7 @@ from rich.text import Text
 
 from shadow_backfill.cli.output import EXIT_HELD, fail, handle_errors, hold, out, split_partitions
 from shadow_backfill.cli.render import run_summary
+from shadow_backfill.cli.selection import LagOption, LastOption, check_selection
 from shadow_backfill.pipeline.spec import load_pipeline
 from shadow_backfill.vocabulary import CheckStatus
 
@@ -33,6 +34,15 @@ def open_pipeline(path: Path) -> Pipeline:
     from shadow_backfill.pipeline.runner import Pipeline
 
     return Pipeline(checked)
+
+
+def chosen(
+    p: Pipeline, start: str | None, end: str | None, partitions: str | None, last: int | None, lag: str | None
+) -> tuple[str | None, str | None, list[str] | None]:
+    """The command's range, list, or window (`--last --lag`, resolved once to keys)."""
+    if last is None:
+        return start, end, split_partitions(partitions)
+    return None, None, p.window_keys(p.last_window(last, lag or "0"))
 
 
 def print_run(result: PipelineRun) -> list[str]:
@@ -104,11 +114,13 @@ def run(
     partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
     max_parallel: int | None = typer.Option(None, min=1, help="Chunks in flight at once across the pipeline."),
     force: bool = typer.Option(False, help="Rewrite partitions that are already written."),
+    last: int | None = LastOption,
+    lag: str | None = LagOption,
 ) -> None:
     """Recompute every layer, upstream first, each reading its upstream layers' shadows."""
-    result = open_pipeline(pipeline).run(
-        start, end, split_partitions(partitions), max_parallel=max_parallel, force=force
-    )
+    check_selection(start, end, partitions, last, lag)
+    p = open_pipeline(pipeline)
+    result = p.run(*chosen(p, start, end, partitions, last, lag), max_parallel=max_parallel, force=force)
     if problems := print_run(result):
         fail("; ".join(problems))
 
@@ -120,10 +132,13 @@ def validate(
     start: str | None = typer.Option(None, help="First partition (default: every recomputed one)."),
     end: str | None = typer.Option(None, help="Last partition (included)."),
     partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
+    last: int | None = LastOption,
+    lag: str | None = LagOption,
 ) -> None:
     """Validate every layer and judge each partition across layers; exit 1 if any fails, 3 if some warn."""
+    check_selection(start, end, partitions, last, lag)
     p = open_pipeline(pipeline)
-    result = p.validate(start, end, split_partitions(partitions))
+    result = p.validate(*chosen(p, start, end, partitions, last, lag))
     out.print(verdict_table(p.order, result))
     exit_for(result)
 
@@ -223,13 +238,14 @@ def backfill(
     force: bool = typer.Option(False, help="Recompute partitions that are already written."),
     promote_passing: bool = typer.Option(True, "--promote/--no-promote", help="--no-promote stops after the report."),
     report_dir: Path | None = typer.Option(None, "--report", help="Report folder (default: report/ beside the file)."),
+    last: int | None = LastOption,
+    lag: str | None = LagOption,
 ) -> None:
     """The main job over every layer: recompute -> validate -> promote the set -> report."""
+    check_selection(start, end, partitions, last, lag)
     p = open_pipeline(pipeline)
     result = p.backfill(
-        start,
-        end,
-        split_partitions(partitions),
+        *chosen(p, start, end, partitions, last, lag),
         max_parallel=max_parallel,
         force=force,
         promote=promote_passing,

@@ -10,6 +10,7 @@ record with its members.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import math
 from collections.abc import Callable, Iterator, Sequence
@@ -33,6 +34,7 @@ from shadow_backfill.recompute import ProgressCallback, RunResult, chunked, firs
 from shadow_backfill.state import PartitionRecord, PipelineRecord, StateStore, VerdictRecord
 from shadow_backfill.transform import Inputs
 from shadow_backfill.vocabulary import CheckStatus, PartitionStatus
+from shadow_backfill.windows import Window
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -412,6 +414,14 @@ class Pipeline:
     def history(self) -> list[PipelineRecord]:
         """The pipeline's promotions and rollbacks of the set, oldest first (no Spark)."""
         return self.store.pipeline_records(str(self.file.path))
+
+    def last_window(self, last: int, lag: str | dt.timedelta = "0") -> Window:
+        """The `last` newest partitions complete at now - `lag`, as for one table
+        (`Backfill.last_window`): every layer has the same granularity and time zone."""
+        return self.layers[self.order[0]].last_window(last, lag)
+
+    def window_keys(self, window: Window) -> list[str]:
+        return self.layers[self.order[0]].window_keys(window)
 
     def selected(
         self, start: str | None = None, end: str | None = None, partitions: Sequence[str] | None = None

@@ -166,9 +166,10 @@ def _refuse_apart(configs: dict[str, BackfillConfig]) -> None:
             ("spark settings", cfg.spark.model_dump(), first.spark.model_dump()),
             ("state store", cfg.state_url, first.state_url),
             ("partition granularity", cfg.partition.granularity, first.partition.granularity),
+            ("time zone", cfg.time_zone, first.time_zone),
         ):
             if mine != theirs:
                 raise ConfigError(
                     f"pipeline: table {key!r} has another {what} than {first_key!r}; "
-                    "the layers of a pipeline share one Spark session, state store and partitioning"
+                    "the layers of a pipeline share one Spark session, state store, partitioning and time zone"
                 )

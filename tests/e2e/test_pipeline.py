@@ -188,6 +188,12 @@ def test_the_cli_runs_a_pipeline_whose_sql_layer_reads_a_view(make_backfill: Mak
     assert written.exit_code == 0, written.output
     doc = json.loads((tmp_path / "one" / "pipeline.json").read_text())
     assert [p["partition"] for p in doc["partitions"]] == [STAGING_BROKEN]
+    # a nightly job's window: the 2 newest days complete a day before the pinned now
+    env = {"SHADOW_BACKFILL_NOW": "2024-01-12T00:00:00+00:00", "COLUMNS": "200"}
+    nightly = cli.invoke(app, ["pipeline", "validate", path, "--last", "2", "--lag", "1d"], env=env)
+    assert nightly.exit_code == 0, nightly.output
+    shown = [line.split()[1] for line in nightly.output.splitlines() if line.startswith("│ 2024-")]
+    assert shown == ["2024-01-09", "2024-01-10"], nightly.output
     history = json.loads(cli.invoke(app, ["pipeline", "history", path, "--json"]).stdout)
     assert [h["kind"] for h in history] == ["promote"]
     assert [m["table"] for m in history[0]["members"]] == ["raw", "staging", "features"]

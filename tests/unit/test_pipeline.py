@@ -88,6 +88,7 @@ def test_a_pipeline_file_loads_its_layers_in_order(tmp_path: Path) -> None:
         ({"staging": {"format": "delta", "live_table": "/x/staging"}}, "'staging' has another format than 'raw'"),
         ({"staging": {"state": {"url": "sqlite:////tmp/other.db"}}}, "another state store"),
         ({"staging": {"partition": {"column": "ds", "granularity": "hourly"}}}, "another partition granularity"),
+        ({"staging": {"time_zone": "Europe/Berlin"}}, "another time zone"),
     ],
 )
 def test_layers_that_cannot_share_a_run_are_refused(tmp_path: Path, change: dict[str, Any], message: str) -> None:
@@ -210,6 +211,27 @@ def test_a_bad_pipeline_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
         result = CliRunner().invoke(app, ["pipeline", command, str(_pipeline(tmp_path, tables))])
         assert result.exit_code == 2, result.output
         assert result.output.strip().splitlines() == ["error: pipeline: the dependencies form a cycle: a -> b -> a"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--lag", "2d"], "--lag goes with --last"),
+        (["--last", "3", "--start", "2024-01-01"], "--last chooses the partitions itself: drop --start"),
+        (["--last", "3", "--lag", "soon"], "--lag"),
+    ],
+)
+def test_a_pipeline_window_is_checked_before_anything_opens(tmp_path: Path, args: list[str], message: str) -> None:
+    from typer.testing import CliRunner
+
+    from shadow_backfill.cli import app
+
+    tables = {"raw": {"config": _config(tmp_path, "raw")}}
+    for command in ("run", "validate", "backfill"):
+        result = CliRunner().invoke(app, ["pipeline", command, str(_pipeline(tmp_path, tables)), *args])
+        assert result.exit_code == 2, result.output
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], result.output
 
 
 def test_the_store_keeps_a_pipeline_promotion_as_its_layers_land(tmp_path: Path) -> None:

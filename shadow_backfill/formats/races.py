@@ -1,0 +1,28 @@
+"""Reading an Iceberg table's metadata while another thread of this process commits to it.
+
+Iceberg 1.11 on Spark 4.1 checks that the snapshot a scan plans against is the snapshot the
+table resolved to, and fails the query ("Failed to enforce scan consistency") when a commit lands
+in between. A pipeline runs chunks of one layer side by side, so one chunk reads its shadow's
+`refs` or `snapshots` while another commits to it: seen in CI on Spark Connect. Reading again
+sees the new snapshot. No PySpark here: the unit tier tests it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+SCAN_RACE = "Failed to enforce scan consistency"
+ATTEMPTS = 4  # each attempt loses only to a commit landing within its own few milliseconds
+
+
+def read_again_on_commit_race(read: Callable[[], T], attempts: int = ATTEMPTS) -> T:
+    """`read()`, repeated while it fails only because a commit landed during its scan."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return read()
+        except Exception as exc:
+            if SCAN_RACE not in str(exc) or attempt == attempts:
+                raise
+    raise AssertionError("unreachable")  # the loop returns or raises
