@@ -13,10 +13,12 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from shadow_backfill.cli.output import EXIT_HELD, fail, handle_errors, hold, out, split_partitions
+from shadow_backfill.cli.limits import MaxDurationOption, PromotePartialOption, UntilOption, check_limits
+from shadow_backfill.cli.output import EXIT_HELD, fail, handle_errors, hold, out, split_partitions, stopped
 from shadow_backfill.cli.render import run_summary
 from shadow_backfill.cli.selection import LagOption, LastOption, check_selection
 from shadow_backfill.pipeline.spec import load_pipeline
+from shadow_backfill.timebox import stop_on_sigterm
 from shadow_backfill.vocabulary import CheckStatus
 
 if TYPE_CHECKING:
@@ -60,6 +62,14 @@ def print_run(result: PipelineRun) -> list[str]:
         if result.blocked.get(key):
             problems.append(f"{len(result.blocked[key])} partition(s) of {key} held back by upstream")
     return problems
+
+
+def stop_line(result: PipelineRun) -> str:
+    """Why the run stopped starting chunks, and what is left for the next run."""
+    if not result.not_started:
+        return f"stopped by {result.stopped} before validation; rerun the same command to validate and promote"
+    left = ", ".join(f"{len(keys)} of {key}" for key, keys in result.not_started.items())
+    return f"stopped by {result.stopped}: partitions left in {left}; rerun the same command to resume"
 
 
 def verdict_table(order: list[str], result: PipelineValidation) -> Table:
@@ -116,12 +126,23 @@ def run(
     force: bool = typer.Option(False, help="Rewrite partitions that are already written."),
     last: int | None = LastOption,
     lag: str | None = LagOption,
+    until: str | None = UntilOption,
+    max_duration: str | None = MaxDurationOption,
 ) -> None:
     """Recompute every layer, upstream first, each reading its upstream layers' shadows."""
     check_selection(start, end, partitions, last, lag)
+    check_limits(until, max_duration)
     p = open_pipeline(pipeline)
-    result = p.run(*chosen(p, start, end, partitions, last, lag), max_parallel=max_parallel, force=force)
-    if problems := print_run(result):
+    box = p.timebox(until, max_duration)
+    keys = chosen(p, start, end, partitions, last, lag)
+    with stop_on_sigterm(box):
+        result = p.run(*keys, max_parallel=max_parallel, force=force, timebox=box)
+    problems = print_run(result)
+    if any(run is not None and run.failed for run in result.runs.values()):
+        fail("; ".join(problems))  # a failed partition outranks a stop (exit 1)
+    if result.stopped is not None:
+        stopped(stop_line(result))
+    if problems:
         fail("; ".join(problems))
 
 
@@ -240,18 +261,31 @@ def backfill(
     report_dir: Path | None = typer.Option(None, "--report", help="Report folder (default: report/ beside the file)."),
     last: int | None = LastOption,
     lag: str | None = LagOption,
+    until: str | None = UntilOption,
+    max_duration: str | None = MaxDurationOption,
+    promote_partial: bool = PromotePartialOption,
 ) -> None:
     """The main job over every layer: recompute -> validate -> promote the set -> report."""
     check_selection(start, end, partitions, last, lag)
+    check_limits(until, max_duration)
     p = open_pipeline(pipeline)
-    result = p.backfill(
-        *chosen(p, start, end, partitions, last, lag),
-        max_parallel=max_parallel,
-        force=force,
-        promote=promote_passing,
-        report_dir=report_dir,
-    )
+    box = p.timebox(until, max_duration)
+    keys = chosen(p, start, end, partitions, last, lag)
+    with stop_on_sigterm(box):
+        result = p.backfill(
+            *keys,
+            max_parallel=max_parallel,
+            force=force,
+            promote=promote_passing,
+            report_dir=report_dir,
+            timebox=box,
+            promote_partial=promote_partial,
+        )
     problems = print_run(result.run)
+    if result.run.stopped is not None and not result.reports:  # stopped before validation
+        if any(run is not None and run.failed for run in result.run.runs.values()):
+            fail("; ".join(problems))
+        stopped(stop_line(result.run))
     out.print(verdict_table(p.order, result.validation))
     if result.promotion is not None:
         for line in promoted(result.promotion):
@@ -261,6 +295,8 @@ def backfill(
         problems.append(f"{result.validation.counts['fail']} partition(s) failed in the pipeline")
     if problems:
         fail("; ".join(problems))
+    if result.run.stopped is not None:  # --promote-partial: what finished is promoted, the rest resumes
+        stopped(stop_line(result.run))
     if result.validation.counts[str(CheckStatus.WARN)]:
         hold(f"{result.validation.counts['warn']} partition(s) only warn: held for approval")
 

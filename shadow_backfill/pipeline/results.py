@@ -21,11 +21,23 @@ class PipelineRun:
     requested: list[str]
     runs: dict[str, RunResult | None] = field(default_factory=dict)
     blocked: dict[str, dict[str, str]] = field(default_factory=dict)
+    stopped: str | None = None
+    """Why chunks stopped starting (a time box, SIGTERM); None: every chunk started."""
+    not_started: dict[str, list[str]] = field(default_factory=dict)
+    """Per layer, the partitions of the chunks a stop kept from starting."""
 
     @property
     def complete(self) -> bool:
-        """Every layer recomputed every requested partition (none failed, held or blocked)."""
-        return all(r is None or r.complete for r in self.runs.values()) and not any(self.blocked.values())
+        """Every layer recomputed every requested partition (none failed, held, blocked or left
+        by a stop)."""
+        done = all(r is None or r.complete for r in self.runs.values())
+        return done and not any(self.blocked.values()) and not any(self.not_started.values())
+
+    @property
+    def finished(self) -> list[str]:
+        """The requested partitions that a stop left in no layer, in the requested order."""
+        left = {p for keys in self.not_started.values() for p in keys}
+        return [p for p in self.requested if p not in left]
 
     def summary(self) -> dict[str, Any]:
         return {

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import math
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
@@ -32,6 +33,7 @@ from shadow_backfill.pipeline.schedule import Task, run_chunks
 from shadow_backfill.pipeline.spec import PipelineFile, load_pipeline
 from shadow_backfill.recompute import ProgressCallback, RunResult, chunked, first_line
 from shadow_backfill.state import PartitionRecord, PipelineRecord, StateStore, VerdictRecord
+from shadow_backfill.timebox import TimeBox
 from shadow_backfill.transform import Inputs
 from shadow_backfill.vocabulary import CheckStatus, PartitionStatus
 from shadow_backfill.windows import Window
@@ -227,11 +229,13 @@ class Pipeline:
         max_parallel: int | None = None,
         force: bool = False,
         on_progress: ProgressCallback | None = None,
+        timebox: TimeBox | None = None,
     ) -> PipelineRun:
         """Recompute every layer, upstream first, in chunks (`pipeline.schedule`): a chunk of a
         layer runs once its upstream layers' same chunk is done, beside other layers' chunks, at
         most `max_parallel` chunks at once. A layer's partition waits for its upstream partitions
-        (see `_not_ready`); one written before its upstream was rewritten is redone."""
+        (see `_not_ready`); one written before its upstream was rewritten is redone. Once
+        `timebox` says stop, no chunk of any layer starts (those in flight finish)."""
         self._open()
         requested = self._keys(start, end, partitions, required=True)
         self._window = requested
@@ -241,9 +245,15 @@ class Pipeline:
         for bf in self.layers.values():  # loaded once, before threads share them
             bf.transform  # noqa: B018
         blocked: dict[str, dict[str, str]] = {key: {} for key in self.order}
+        not_started: dict[str, list[str]] = {key: [] for key in self.order}
+        leaving = threading.Lock()
 
         def work(task: Task) -> RunResult | None:
             key, i = task
+            if timebox is not None and timebox.reason is not None:
+                with leaving:
+                    not_started[key].extend(chunks[i])
+                return None
             return self._run_chunk(key, chunks[i], blocked, force, on_progress)
 
         try:
@@ -251,7 +261,13 @@ class Pipeline:
         finally:
             self._drop_views()
         runs = {key: [r for (k, _), r in sorted(done.items()) if k == key and r is not None] for key in self.order}
-        return PipelineRun(requested, {key: _merged(found) for key, found in runs.items()}, blocked)
+        left = {key: self.scheme.sort(keys) for key, keys in not_started.items() if keys}
+        stopped = timebox.reason if timebox is not None and left else None
+        return PipelineRun(requested, {key: _merged(found) for key, found in runs.items()}, blocked, stopped, left)
+
+    def timebox(self, until: str | None = None, max_duration: str | None = None) -> TimeBox:
+        """`--until HH:MM` (the layers' time zone) and `--max-duration D`, as for one table."""
+        return self.layers[self.order[0]].timebox(until, max_duration)
 
     def _drop_views(self) -> None:
         """The temporary views SQL layers read their upstreams by, once every chunk is done (a
@@ -456,11 +472,24 @@ class Pipeline:
         promote: bool = True,
         report_dir: str | Path | None = None,
         on_progress: ProgressCallback | None = None,
+        timebox: TimeBox | None = None,
+        promote_partial: bool = False,
     ) -> PipelineBackfill:
-        """The main job over every layer: recompute -> validate -> promote the set -> report."""
-        run = self.run(start, end, partitions, max_parallel=max_parallel, force=force, on_progress=on_progress)
-        checked = self.validate(partitions=run.requested)
-        promotion = self.promote(partitions=run.requested) if promote else None
+        """The main job over every layer: recompute -> validate -> promote the set -> report.
+        A run its `timebox` stopped is validated and promoted only with `promote_partial`, and
+        then only over the partitions finished in every layer."""
+        run = self.run(
+            start, end, partitions, max_parallel=max_parallel, force=force, on_progress=on_progress, timebox=timebox
+        )
+        if timebox is not None and run.stopped is None and (why := timebox.reason) is not None:
+            run.stopped = why  # the stop came after the last chunk started: judge nothing either
+        judged = run.requested
+        if run.stopped is not None:
+            judged = run.finished
+            if not promote_partial or not judged:
+                return PipelineBackfill(run, PipelineValidation([]), None, {})
+        checked = self.validate(partitions=judged)
+        promotion = self.promote(partitions=judged) if promote else None
         reports = self.report(report_dir or self.file.path.parent / "report")
         return PipelineBackfill(run, checked, promotion, reports)
 

@@ -23,11 +23,13 @@ from chispa import assert_df_equality
 from pyspark.sql import functions as F
 from support import END, QUIET, START, MakeBackfill
 from support.backends import BACKENDS
+from support.clocks import DEADLINE, Ticks
 from support.processes import killable_cli_env
 from typer.testing import CliRunner
 
 from shadow_backfill import Backfill, Pipeline, RefusedError
 from shadow_backfill.cli import app
+from shadow_backfill.timebox import TimeBox
 
 STAGING_BROKEN = t.STAGING_BROKEN.isoformat()
 FEATURES_BROKEN = t.FEATURES_BROKEN.isoformat()
@@ -327,6 +329,33 @@ def test_max_parallel_caps_chunks_of_every_layer_together(make: MakeBackfill, tm
     for key in pipeline.order:
         assert sorted(result.runs[key].written) == probe.scheme.expand(START, END)  # type: ignore[union-attr]
         _same(layers[key].read_shadow(), layers["raw"].read_shadow())
+
+
+@pytest.mark.parametrize("backend", [b for b in BACKENDS if b.id == "delta-sail"], indirect=True)
+def test_a_time_box_stops_every_layer_at_a_chunk_boundary(make: MakeBackfill, tmp_path: Path) -> None:
+    """The box is read as each chunk would start: raw's two chunks start, then the deadline
+    passes and no chunk of staging or features starts; a rerun finishes the set. Through the
+    CLI, `--max-duration 0` starts nothing and exits 4."""
+    probe = make(seed_live=False)
+    pipeline, layers = _pipeline(make, tmp_path, probe.spark, run={"max_parallel": 2})
+    days = probe.scheme.expand(START, END)
+    box = TimeBox(DEADLINE, Ticks(2), "--until 06:00")
+    result = pipeline.backfill(START, END, timebox=box)
+    assert result.run.stopped is not None and result.run.stopped.startswith("--until 06:00")
+    assert result.run.not_started == {"staging": days, "features": days}
+    assert sorted(result.run.runs["raw"].written) == days  # type: ignore[union-attr]
+    assert result.promotion is None and pipeline.history() == [], "a stopped backfill judges nothing"
+
+    path = str(pipeline.file.path)
+    cli = CliRunner().invoke(app, ["pipeline", "backfill", path, *RANGE, "--max-duration", "0", "--promote-partial"])
+    assert cli.exit_code == 4, cli.output
+    assert "stopped by --max-duration 0" in cli.output and "10 of staging, 10 of features" in cli.output
+    assert layers["staging"].status() == [], "no chunk started"
+
+    again = pipeline.backfill(START, END)
+    good = [d for d in days if d not in (STAGING_BROKEN, FEATURES_BROKEN)]
+    assert again.run.stopped is None and again.run.runs["raw"].written == {}, "raw was finished"  # type: ignore[union-attr]
+    assert again.promotion is not None and again.promotion.partitions == good
 
 
 def test_gate_written_and_a_layer_computed_from_replaced_upstream_data(

@@ -7,7 +7,6 @@ real CLI process."""
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import os
 import signal
 import subprocess
@@ -18,24 +17,11 @@ import pytest
 import sb_test_transforms as t
 from chispa import assert_df_equality
 from support import END, QUIET, START, MakeBackfill, killable_cli_env, state_count
+from support.clocks import DEADLINE, Ticks
 from typer.testing import CliRunner
 
 from shadow_backfill.cli.app import app
 from shadow_backfill.timebox import TimeBox
-
-DEADLINE = dt.datetime(2024, 1, 12, 6, tzinfo=dt.timezone.utc)
-
-
-class Ticks:
-    """A clock before the deadline for its first `n` readings, then at it: the box is read once
-    per chunk, as the chunk would start."""
-
-    def __init__(self, n: int) -> None:
-        self.left = n
-
-    def __call__(self) -> dt.datetime:
-        self.left -= 1
-        return DEADLINE - dt.timedelta(minutes=1) if self.left >= 0 else DEADLINE
 
 
 def test_a_time_box_stops_at_a_chunk_boundary_and_a_rerun_finishes(make: MakeBackfill) -> None:
