@@ -15,8 +15,8 @@ from rich.text import Text
 
 from shadow_backfill.cli.limits import MaxDurationOption, PromotePartialOption, UntilOption, check_limits
 from shadow_backfill.cli.output import EXIT_HELD, fail, handle_errors, hold, out, split_partitions, stopped
-from shadow_backfill.cli.render import run_summary
-from shadow_backfill.cli.selection import LagOption, LastOption, check_selection
+from shadow_backfill.cli.render import print_run_plan, run_summary
+from shadow_backfill.cli.selection import DryRunOption, JsonOption, LagOption, LastOption, check_selection
 from shadow_backfill.pipeline.spec import load_pipeline
 from shadow_backfill.timebox import stop_on_sigterm
 from shadow_backfill.vocabulary import CheckStatus
@@ -62,6 +62,23 @@ def print_run(result: PipelineRun) -> list[str]:
         if result.blocked.get(key):
             problems.append(f"{len(result.blocked[key])} partition(s) of {key} held back by upstream")
     return problems
+
+
+def show_dry_run(
+    p: Pipeline,
+    keys: tuple[str | None, str | None, list[str] | None],
+    max_parallel: int | None,
+    force: bool,
+    as_json: bool,
+) -> None:
+    """Each layer's plan (a table each, or with `--json` one document keyed by layer)."""
+    plans = p.dry_run(*keys, max_parallel=max_parallel, force=force)
+    if as_json:
+        doc = {"pipeline": p.file.name, "layers": {key: plan.as_dict() for key, plan in plans.items()}}
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        return
+    for plan in plans.values():
+        print_run_plan(plan)
 
 
 def stop_line(result: PipelineRun) -> str:
@@ -128,13 +145,18 @@ def run(
     lag: str | None = LagOption,
     until: str | None = UntilOption,
     max_duration: str | None = MaxDurationOption,
+    dry_run: bool = DryRunOption,
+    as_json: bool = JsonOption,
 ) -> None:
     """Recompute every layer, upstream first, each reading its upstream layers' shadows."""
-    check_selection(start, end, partitions, last, lag)
+    check_selection(start, end, partitions, last, lag, as_json=as_json, dry_run=dry_run)
     check_limits(until, max_duration)
     p = open_pipeline(pipeline)
     box = p.timebox(until, max_duration)
     keys = chosen(p, start, end, partitions, last, lag)
+    if dry_run:
+        show_dry_run(p, keys, max_parallel, force, as_json)
+        return
     with stop_on_sigterm(box):
         result = p.run(*keys, max_parallel=max_parallel, force=force, timebox=box)
     problems = print_run(result)
@@ -264,13 +286,18 @@ def backfill(
     until: str | None = UntilOption,
     max_duration: str | None = MaxDurationOption,
     promote_partial: bool = PromotePartialOption,
+    dry_run: bool = DryRunOption,
+    as_json: bool = JsonOption,
 ) -> None:
     """The main job over every layer: recompute -> validate -> promote the set -> report."""
-    check_selection(start, end, partitions, last, lag)
+    check_selection(start, end, partitions, last, lag, as_json=as_json, dry_run=dry_run)
     check_limits(until, max_duration)
     p = open_pipeline(pipeline)
     box = p.timebox(until, max_duration)
     keys = chosen(p, start, end, partitions, last, lag)
+    if dry_run:
+        show_dry_run(p, keys, max_parallel, force, as_json)
+        return
     with stop_on_sigterm(box):
         result = p.backfill(
             *keys,

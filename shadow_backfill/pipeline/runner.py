@@ -32,6 +32,7 @@ from shadow_backfill.pipeline.results import PipelineBackfill, PipelinePromotion
 from shadow_backfill.pipeline.schedule import Task, run_chunks
 from shadow_backfill.pipeline.spec import PipelineFile, load_pipeline
 from shadow_backfill.recompute import ProgressCallback, RunResult, chunked, first_line
+from shadow_backfill.run_plan import RunPlan
 from shadow_backfill.state import PartitionRecord, PipelineRecord, StateStore, VerdictRecord
 from shadow_backfill.timebox import TimeBox
 from shadow_backfill.transform import Inputs
@@ -264,6 +265,28 @@ class Pipeline:
         left = {key: self.scheme.sort(keys) for key, keys in not_started.items() if keys}
         stopped = timebox.reason if timebox is not None and left else None
         return PipelineRun(requested, {key: _merged(found) for key, found in runs.items()}, blocked, stopped, left)
+
+    def dry_run(
+        self,
+        start: str | None = None,
+        end: str | None = None,
+        partitions: list[str] | None = None,
+        *,
+        max_parallel: int | None = None,
+        force: bool = False,
+        window: Window | None = None,
+    ) -> dict[str, RunPlan]:
+        """What `run` would do in each layer (`Backfill.dry_run`), from the state store and
+        metadata only: no lease, no shadow, no store created. Each layer is planned from its own
+        records: a partition written before its upstream was rewritten shows as skipped here,
+        and the run redoes it."""
+        self._open()
+        keys = self._keys(start, end, partitions, required=True)
+        cap = max_parallel or self.file.spec.run.max_parallel or self.layers[self.order[0]].config.run.max_parallel
+        return {
+            key: self.layers[key].dry_run(None, None, keys, max_parallel=cap, force=force, window=window)
+            for key in self.order
+        }
 
     def timebox(self, until: str | None = None, max_duration: str | None = None) -> TimeBox:
         """`--until HH:MM` (the layers' time zone) and `--max-duration D`, as for one table."""

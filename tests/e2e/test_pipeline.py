@@ -170,6 +170,14 @@ def test_the_cli_runs_a_pipeline_whose_sql_layer_reads_a_view(make_backfill: Mak
     assert layers["raw"].status() == [], "nothing was recomputed"
     store.release("elsewhere:1:pipeline-x")
 
+    # the plan, from the store and metadata only: every layer recomputes every day, nothing written
+    plan = cli.invoke(app, ["pipeline", "backfill", path, *RANGE, "--dry-run", "--json"])
+    assert plan.exit_code == 0, plan.output
+    layer_plans = json.loads(plan.stdout)["layers"]
+    assert list(layer_plans) == ["raw", "staging", "features"]
+    assert all(len(p["recompute"]) == 10 and p["skip"] == [] for p in layer_plans.values())
+    assert not layers["raw"].table_format.exists(layers["raw"].shadow_table), "a dry run creates no shadow"
+
     done = cli.invoke(
         app, ["pipeline", "backfill", path, "--start", START, "--end", END, "--report", str(tmp_path / "r")]
     )
