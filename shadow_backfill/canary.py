@@ -14,8 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from shadow_backfill.errors import RefusedError, ShadowBackfillError
-from shadow_backfill.recompute import first_line
+from shadow_backfill.errors import RefusedError, ShadowBackfillError, first_line
 from shadow_backfill.state import PromotionRecord
 from shadow_backfill.validate.downstream import LoadedQuery, judge_on_live, load_queries
 from shadow_backfill.validate.measure.downstream import measure_queries

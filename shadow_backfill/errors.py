@@ -102,3 +102,10 @@ def redact(text: str) -> str:
     for secret in sorted(_SECRETS, key=len, reverse=True):
         text = text.replace(secret, "***")
     return text
+
+
+def first_line(exc: BaseException, limit: int | None = None) -> str:
+    """What the state store, the reports and the CLI keep of an error: engines put pages of
+    stack after the first line (`limit`: at most this many characters of it)."""
+    text = str(exc).strip()
+    return text.splitlines()[0][:limit] if text else type(exc).__name__

@@ -13,7 +13,7 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +23,7 @@ from pyspark.sql.types import StructType
 
 from shadow_backfill.chunking import choose_chunk_size
 from shadow_backfill.config import BackfillConfig
-from shadow_backfill.errors import ConfigError, RefusedError, TableNotFoundError, TransformError
+from shadow_backfill.errors import ConfigError, RefusedError, TableNotFoundError, TransformError, first_line
 from shadow_backfill.formats.base import TableFormat
 from shadow_backfill.ledger import CODE_FINGERPRINT, KIND
 from shadow_backfill.partitions import PartitionScheme
@@ -114,12 +114,6 @@ def describe_owner(owner: str) -> str:
     host, _, rest = owner.partition(":")
     pid, _, run_id = rest.partition(":")
     return f"{run_id} (pid {pid} on {host})" if run_id and pid.isdigit() else owner
-
-
-def first_line(exc: BaseException) -> str:
-    """What the state store and the CLI keep of an error: engines put pages after the first line."""
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def chunked(keys: Sequence[str], size: int) -> list[list[str]]:
@@ -314,15 +308,18 @@ class Recompute:
             with contextlib.suppress(Exception):
                 self.store.renew(owner, ttl)
 
-    def chunk_size(self, options: RunOptions, n: int, max_parallel: int) -> int:
-        """Partitions per Spark job for `n` partitions: the option, else the config, else auto."""
+    def chunk_size(
+        self, options: RunOptions, n: int, max_parallel: int, live_counts: Mapping[str, int] | None = None
+    ) -> int:
+        """Partitions per Spark job for `n` partitions: the option, else the config, else auto
+        (from live's row counts: `live_counts` when the caller has read them already)."""
         size = options.chunk_size or (self.config.run.chunk_size if self.config.run.chunk_size != "auto" else None)
-        return size if size is not None else self._auto_chunk_size(n, max_parallel)
+        return size if size is not None else self._auto_chunk_size(n, max_parallel, live_counts)
 
-    def _auto_chunk_size(self, n: int, max_parallel: int) -> int:
+    def _auto_chunk_size(self, n: int, max_parallel: int, live_counts: Mapping[str, int] | None) -> int:
         rows_per_partition = None
         try:
-            counts = self.fmt.partition_row_counts(self.config.live_table)
+            counts = live_counts if live_counts is not None else self.fmt.partition_row_counts(self.config.live_table)
             if counts:
                 rows_per_partition = sum(counts.values()) / len(counts)
         except Exception:

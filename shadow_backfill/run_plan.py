@@ -87,10 +87,10 @@ def plan_run(recompute: Recompute, options: RunOptions, window: Window | None = 
     """The plan `recompute.run(options)` would follow, from the state store and metadata only."""
     requested, to_do = recompute.plan(options)
     max_parallel = options.max_parallel or recompute.config.run.max_parallel
-    size = recompute.chunk_size(options, len(to_do), max_parallel)
+    live_rows = recompute.fmt.partition_row_counts(recompute.config.live_table)
+    size = recompute.chunk_size(options, len(to_do), max_parallel, live_rows)
     chunks = [to_do[i : i + size] for i in range(0, len(to_do), size)]
     chunk_of = {k: i for i, chunk in enumerate(chunks) for k in chunk}
-    live_rows = recompute.fmt.partition_row_counts(recompute.config.live_table)
     shadow = recompute.shadow
     shadow_rows = recompute.fmt.partition_row_counts(shadow) if recompute.fmt.exists(shadow) else {}
     records = recompute.store.records(shadow, requested)

@@ -23,7 +23,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 from pyspark.sql import DataFrame, SparkSession
 
 from shadow_backfill.api import Backfill
-from shadow_backfill.errors import RefusedError, TransformError, UsageError
+from shadow_backfill.errors import RefusedError, TransformError, UsageError, first_line
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.pipeline.gate import BLOCKED, PipelineVerdict, pipeline_verdicts, promotable
 from shadow_backfill.pipeline.lease import holding_tables
@@ -31,7 +31,7 @@ from shadow_backfill.pipeline.promotion import SetPromotion
 from shadow_backfill.pipeline.results import PipelineBackfill, PipelinePromotion, PipelineRun, PipelineValidation
 from shadow_backfill.pipeline.schedule import Task, run_chunks
 from shadow_backfill.pipeline.spec import PipelineFile, load_pipeline
-from shadow_backfill.recompute import ProgressCallback, RunResult, chunked, first_line
+from shadow_backfill.recompute import ProgressCallback, RunResult, chunked
 from shadow_backfill.run_plan import RunPlan
 from shadow_backfill.state import PartitionRecord, PipelineRecord, StateStore, VerdictRecord
 from shadow_backfill.timebox import TimeBox

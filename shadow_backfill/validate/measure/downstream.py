@@ -18,12 +18,8 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from shadow_backfill.errors import first_line
 from shadow_backfill.validate.downstream import MAX_COMPARED_ROWS, LoadedQuery, QueryResult, QueryRun, bind
-
-
-def first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
 @contextmanager
@@ -56,7 +52,7 @@ def run_query(spark: SparkSession, text: str, view: str, partition: str, compare
             return QueryRun(columns=columns, has_rows=bool(df.limit(1).collect()))
         rows = df.limit(MAX_COMPARED_ROWS + 1).collect()
     except Exception as exc:  # the consumer's query failing is what this test looks for
-        return QueryRun(error=first_line(exc))
+        return QueryRun(error=first_line(exc, 300))
     kept = tuple(tuple(r) for r in rows[:MAX_COMPARED_ROWS])
     return QueryRun(columns=columns, has_rows=bool(rows), rows=kept, truncated=len(rows) > MAX_COMPARED_ROWS)
 
