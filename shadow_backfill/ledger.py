@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import socket
-import time
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -39,11 +37,6 @@ RESTORES_FOR = "shadow-backfill.restores-for"
 SCHEMA_CHANGE = "shadow-backfill.schema-change"
 
 LOCK_TTL_S = 3600.0
-
-
-def new_id(kind: str) -> str:
-    """A promotion or rollback id that sorts by time and reads well in `history`."""
-    return f"{kind}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
 
 
 @contextmanager

@@ -22,10 +22,10 @@ from shadow_backfill.config import BackfillConfig, SchemaChanges
 from shadow_backfill.document import MetricsDoc
 from shadow_backfill.errors import RefusedError, TableNotFoundError, UsageError
 from shadow_backfill.formats.base import PARTITIONS_PROPERTY, Commit, LiveChangedError, TableFormat
-from shadow_backfill.ledger import live_partition_locks, new_id, reconcile, write_and_record
+from shadow_backfill.ledger import live_partition_locks, reconcile, write_and_record
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.schema import SchemaDiff, conform, diff_schemas
-from shadow_backfill.state import PROMOTE, PromotionRecord, StateStore, VerdictRecord
+from shadow_backfill.state import PROMOTE, PromotionRecord, StateStore, VerdictRecord, new_id
 from shadow_backfill.vocabulary import CheckStatus
 
 

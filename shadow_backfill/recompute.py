@@ -28,7 +28,7 @@ from shadow_backfill.formats.base import TableFormat
 from shadow_backfill.ledger import CODE_FINGERPRINT, KIND
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.schema import check_declared_changes
-from shadow_backfill.state import StateStore, lock_owner
+from shadow_backfill.state import StateStore, describe_owner, lock_owner
 from shadow_backfill.timebox import TimeBox
 from shadow_backfill.transform import Transform, align_to_schema, count_rows_by_partition
 from shadow_backfill.vocabulary import PartitionStatus, RunStatus
@@ -107,13 +107,6 @@ class RunResult:
             "shadow_version": self.shadow_version,
             "code_fingerprint": self.code_fingerprint,
         }
-
-
-def describe_owner(owner: str) -> str:
-    """'host:pid:run-id' (see state.lock_owner) as words."""
-    host, _, rest = owner.partition(":")
-    pid, _, run_id = rest.partition(":")
-    return f"{run_id} (pid {pid} on {host})" if run_id and pid.isdigit() else owner
 
 
 def chunked(keys: Sequence[str], size: int) -> list[list[str]]:

@@ -16,10 +16,10 @@ from pyspark.sql import DataFrame, SparkSession
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import RefusedError, UsageError
 from shadow_backfill.formats.base import LiveChangedError, TableFormat
-from shadow_backfill.ledger import live_partition_locks, new_id, reconcile, write_and_record
+from shadow_backfill.ledger import live_partition_locks, reconcile, write_and_record
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.schema import conform
-from shadow_backfill.state import ROLLBACK, PromotionRecord, StateStore
+from shadow_backfill.state import ROLLBACK, PromotionRecord, StateStore, new_id
 
 
 @dataclass(eq=False)

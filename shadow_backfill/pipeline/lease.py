@@ -16,9 +16,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from shadow_backfill.errors import RefusedError
-from shadow_backfill.ledger import new_id
-from shadow_backfill.recompute import describe_owner
-from shadow_backfill.state import StateStore, lock_owner
+from shadow_backfill.state import StateStore, describe_owner, lock_owner, new_id
 
 TTL_S = 300.0
 

@@ -18,8 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from shadow_backfill.api import Backfill
 from shadow_backfill.errors import RefusedError, UsageError, first_line
-from shadow_backfill.ledger import new_id
-from shadow_backfill.state import PROMOTE, ROLLBACK, PipelineRecord, PromotionRecord, StateStore, utcnow
+from shadow_backfill.state import PROMOTE, ROLLBACK, PipelineRecord, PromotionRecord, StateStore, new_id, utcnow
 from shadow_backfill.state.pipelines import DONE, PROMOTING, UNDOING
 
 

@@ -7,7 +7,7 @@ leases); `StateStore` composes them, and the names below are what the rest of th
 
 from shadow_backfill.state.audit import PROMOTE, ROLLBACK, PromotionRecord
 from shadow_backfill.state.db import current_user, utcnow
-from shadow_backfill.state.leases import lock_owner
+from shadow_backfill.state.leases import describe_owner, lock_owner, new_id
 from shadow_backfill.state.partitions import PartitionRecord
 from shadow_backfill.state.pipelines import PipelineRecord
 from shadow_backfill.state.schema import metadata
@@ -24,8 +24,10 @@ __all__ = [
     "StateStore",
     "VerdictRecord",
     "current_user",
+    "describe_owner",
     "lock_owner",
     "metadata",
+    "new_id",
     "parse_state_url",
     "reading",
     "utcnow",

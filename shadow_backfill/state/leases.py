@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as dt
 import os
 import socket
+import time
+import uuid
 from collections.abc import Sequence
 
 from sqlalchemy import select, update
@@ -14,8 +16,20 @@ from shadow_backfill.state.db import Db, upsert, utcnow
 from shadow_backfill.state.schema import locks
 
 
+def new_id(kind: str) -> str:
+    """A run, promotion or rollback id that sorts by time and reads well in `history`."""
+    return f"{kind}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
+
+
 def lock_owner(run_id: str) -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{run_id}"
+
+
+def describe_owner(owner: str) -> str:
+    """'host:pid:run-id' (see `lock_owner`) as words."""
+    host, _, rest = owner.partition(":")
+    pid, _, run_id = rest.partition(":")
+    return f"{run_id} (pid {pid} on {host})" if run_id and pid.isdigit() else owner
 
 
 def _holder_is_dead(owner: str) -> bool:

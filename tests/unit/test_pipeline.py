@@ -308,3 +308,21 @@ def test_a_failed_chunk_ends_the_run_and_is_raised() -> None:
     with pytest.raises(RuntimeError, match="broken chunk"):
         run_chunks(["raw", "staging"], 1, {"raw": [], "staging": ["raw"]}, 2, work)
     assert ran == [("raw", 0)]
+
+
+def test_two_pipeline_commands_sharing_a_table_cannot_run_at_once(tmp_path: Path) -> None:
+    """Two pipeline files whose layers share `db.staging`: while one command holds its tables,
+    the other is refused naming the table and the holder; once it has finished, the other runs."""
+    from shadow_backfill.errors import RefusedError
+    from shadow_backfill.pipeline.lease import holding_tables
+    from shadow_backfill.state import StateStore
+
+    store = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
+    refused = r"table db\.staging is in another pipeline command, pipeline-[\w-]+ \(pid \d+ on "
+    with holding_tables(store, ["db.raw", "db.staging"]):
+        with pytest.raises(RefusedError, match=refused), holding_tables(store, ["db.staging", "db.features"]):
+            pass
+        with holding_tables(store, ["db.other"]):  # a pipeline over other tables runs beside it
+            pass
+    with holding_tables(store, ["db.staging", "db.features"]):
+        pass
