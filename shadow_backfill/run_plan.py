@@ -9,7 +9,8 @@ tables' metadata: no transform runs, no Spark job reads data, nothing is written
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from shadow_backfill.vocabulary import PartitionStatus
@@ -107,6 +108,21 @@ def plan_run(recompute: Recompute, options: RunOptions, window: Window | None = 
         for k in requested
     ]
     return RunPlan(recompute.config.live_table, shadow, max_parallel, size, planned, chunks, window)
+
+
+def joined_plans(parts: Sequence[RunPlan], max_parallel: int, window: Window | None = None) -> RunPlan:
+    """Plans of consecutive slices of one table's range as one plan (a pipeline plans each of
+    its chunks as `run` will run it): chunks renumbered in order, `max_parallel` the whole
+    command's."""
+    partitions: list[PlannedPartition] = []
+    chunks: list[list[str]] = []
+    for part in parts:
+        offset = len(chunks)
+        partitions += [replace(p, chunk=None if p.chunk is None else p.chunk + offset) for p in part.partitions]
+        chunks += part.chunks
+    first = parts[0]
+    size = max((p.chunk_size for p in parts), default=first.chunk_size)
+    return RunPlan(first.live_table, first.shadow_table, max_parallel, size, partitions, chunks, window)
 
 
 def _reason(record: PartitionRecord | None, fingerprint: str, force: bool) -> str:

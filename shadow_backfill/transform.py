@@ -138,11 +138,8 @@ def _load_sql(config: BackfillConfig, scheme: PartitionScheme, inputs: Inputs | 
         # One parameter-bound query per partition, unioned: Spark binds the typed value, the
         # text is never formatted. The union still runs as one Spark job per chunk.
         _bind_after_parsing(spark)
-        # Each upstream layer as a view named by its key. Two chunks of this layer may replace
-        # a view while the other's query is resolved (on Spark Connect, when it executes): both
-        # views are the upstream's shadow over the run's range, pinned at the version its chunk
-        # started at, and an upstream partition is written once in a run, before any chunk that
-        # reads it starts, so either view holds the same rows for the partitions a chunk reads.
+        # Each upstream layer as a view named by its key (a pipeline runs one such chunk at a
+        # time: see `Pipeline._views_lock`).
         for name, frame in (inputs() if inputs is not None else {}).items():
             frame.createOrReplaceTempView(name)
         frames = [spark.sql(text, args={"partition": scheme.value(k)}) for k in keys]

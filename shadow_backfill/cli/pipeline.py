@@ -16,7 +16,7 @@ from rich.text import Text
 from shadow_backfill.cli.limits import MaxDurationOption, PromotePartialOption, UntilOption, check_limits
 from shadow_backfill.cli.output import EXIT_HELD, fail, handle_errors, hold, out, split_partitions, stopped
 from shadow_backfill.cli.render import print_run_plan, run_summary
-from shadow_backfill.cli.selection import DryRunOption, JsonOption, LagOption, LastOption, check_selection
+from shadow_backfill.cli.selection import DryRunOption, JsonOption, LagOption, LastOption, Selection, check_selection
 from shadow_backfill.pipeline.spec import load_pipeline
 from shadow_backfill.timebox import stop_on_sigterm
 from shadow_backfill.vocabulary import CheckStatus
@@ -40,11 +40,12 @@ def open_pipeline(path: Path) -> Pipeline:
 
 def chosen(
     p: Pipeline, start: str | None, end: str | None, partitions: str | None, last: int | None, lag: str | None
-) -> tuple[str | None, str | None, list[str] | None]:
+) -> Selection:
     """The command's range, list, or window (`--last --lag`, resolved once to keys)."""
     if last is None:
-        return start, end, split_partitions(partitions)
-    return None, None, p.window_keys(p.last_window(last, lag or "0"))
+        return Selection(start, end, split_partitions(partitions))
+    window = p.last_window(last, lag or "0")
+    return Selection(None, None, p.window_keys(window), window)
 
 
 def print_run(result: PipelineRun) -> list[str]:
@@ -64,21 +65,24 @@ def print_run(result: PipelineRun) -> list[str]:
     return problems
 
 
-def show_dry_run(
-    p: Pipeline,
-    keys: tuple[str | None, str | None, list[str] | None],
-    max_parallel: int | None,
-    force: bool,
-    as_json: bool,
-) -> None:
+def show_dry_run(p: Pipeline, keys: Selection, max_parallel: int | None, force: bool, as_json: bool) -> None:
     """Each layer's plan (a table each, or with `--json` one document keyed by layer)."""
-    plans = p.dry_run(*keys, max_parallel=max_parallel, force=force)
+    plans = p.dry_run(keys.start, keys.end, keys.partitions, max_parallel=max_parallel, force=force, window=keys.window)
     if as_json:
         doc = {"pipeline": p.file.name, "layers": {key: plan.as_dict() for key, plan in plans.items()}}
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return
     for plan in plans.values():
         print_run_plan(plan)
+
+
+def end_run(result: PipelineRun, problems: list[str]) -> None:
+    """Exit as a run that ended: 1 if a partition failed, was held or blocked (it outranks a
+    stop, as for one table), 4 if a stop left work for the next run, else go on."""
+    if problems:
+        fail("; ".join([*problems, stop_line(result)] if result.stopped is not None else problems))
+    if result.stopped is not None:
+        stopped(stop_line(result))
 
 
 def stop_line(result: PipelineRun) -> str:
@@ -158,14 +162,8 @@ def run(
         show_dry_run(p, keys, max_parallel, force, as_json)
         return
     with stop_on_sigterm(box):
-        result = p.run(*keys, max_parallel=max_parallel, force=force, timebox=box)
-    problems = print_run(result)
-    if any(run is not None and run.failed for run in result.runs.values()):
-        fail("; ".join(problems))  # a failed partition outranks a stop (exit 1)
-    if result.stopped is not None:
-        stopped(stop_line(result))
-    if problems:
-        fail("; ".join(problems))
+        result = p.run(keys.start, keys.end, keys.partitions, max_parallel=max_parallel, force=force, timebox=box)
+    end_run(result, print_run(result))
 
 
 @app.command()
@@ -181,7 +179,8 @@ def validate(
     """Validate every layer and judge each partition across layers; exit 1 if any fails, 3 if some warn."""
     check_selection(start, end, partitions, last, lag)
     p = open_pipeline(pipeline)
-    result = p.validate(*chosen(p, start, end, partitions, last, lag))
+    keys = chosen(p, start, end, partitions, last, lag)
+    result = p.validate(keys.start, keys.end, keys.partitions)
     out.print(verdict_table(p.order, result))
     exit_for(result)
 
@@ -300,7 +299,9 @@ def backfill(
         return
     with stop_on_sigterm(box):
         result = p.backfill(
-            *keys,
+            keys.start,
+            keys.end,
+            keys.partitions,
             max_parallel=max_parallel,
             force=force,
             promote=promote_passing,
@@ -310,9 +311,7 @@ def backfill(
         )
     problems = print_run(result.run)
     if result.run.stopped is not None and not result.reports:  # stopped before validation
-        if any(run is not None and run.failed for run in result.run.runs.values()):
-            fail("; ".join(problems))
-        stopped(stop_line(result.run))
+        end_run(result.run, problems)
     out.print(verdict_table(p.order, result.validation))
     if result.promotion is not None:
         for line in promoted(result.promotion):
@@ -322,7 +321,7 @@ def backfill(
         problems.append(f"{result.validation.counts['fail']} partition(s) failed in the pipeline")
     if problems:
         fail("; ".join(problems))
-    if result.run.stopped is not None:  # --promote-partial: what finished is promoted, the rest resumes
+    if result.run.not_started:  # --promote-partial: what finished is promoted, the rest resumes
         stopped(stop_line(result.run))
     if result.validation.counts[str(CheckStatus.WARN)]:
         hold(f"{result.validation.counts['warn']} partition(s) only warn: held for approval")

@@ -182,17 +182,21 @@ class IcebergFormat(TableFormat):
         self.spark.catalog.refreshTable(table)
 
     def current_version(self, table: str) -> int | None:
-        refs = self.spark.table(f"{table}.refs").filter(F.col("name") == "main").select("snapshot_id")
-        rows = read_again_on_commit_race(refs.collect)
+        def refs() -> list[Row]:  # built anew on each try: a classic DataFrame keeps its resolved snapshot
+            return self.spark.table(f"{table}.refs").filter(F.col("name") == "main").select("snapshot_id").collect()
+
+        rows = read_again_on_commit_race(refs)
         return int(rows[0][0]) if rows else None
 
     def history(self, table: str) -> list[Commit]:
-        snapshots = (
-            self.spark.table(f"{table}.snapshots")
-            .select("snapshot_id", "parent_id", "committed_at", "operation", "summary")
-            .orderBy("committed_at")
+        rows = read_again_on_commit_race(
+            lambda: (
+                self.spark.table(f"{table}.snapshots")
+                .select("snapshot_id", "parent_id", "committed_at", "operation", "summary")
+                .orderBy("committed_at")
+                .collect()
+            )
         )
-        rows = read_again_on_commit_race(snapshots.collect)
         return [
             Commit(
                 version=int(r["snapshot_id"]),
@@ -205,12 +209,14 @@ class IcebergFormat(TableFormat):
         ]
 
     def _snapshot_of(self, table: str, commit_id: str) -> list[Row]:
-        snapshots = (
-            self.spark.table(f"{table}.snapshots")
-            .filter(F.col("summary").getItem(COMMIT_ID_PROPERTY) == F.lit(commit_id))
-            .select("snapshot_id", "parent_id")
+        return read_again_on_commit_race(
+            lambda: (
+                self.spark.table(f"{table}.snapshots")
+                .filter(F.col("summary").getItem(COMMIT_ID_PROPERTY) == F.lit(commit_id))
+                .select("snapshot_id", "parent_id")
+                .collect()
+            )
         )
-        return read_again_on_commit_race(snapshots.collect)
 
     def version_of_commit(self, table: str, commit_id: str) -> int:
         return self.written_by(table, commit_id).version
@@ -231,13 +237,15 @@ class IcebergFormat(TableFormat):
 
     def partitions_touched(self, table: str, commit: Commit) -> list[str] | None:
         """From the manifest entries the snapshot added or deleted (all_entries keeps them all)."""
-        entries = (
-            self.spark.table(f"{table}.all_entries")
-            .filter((F.col("snapshot_id") == F.lit(commit.version)) & (F.col("status") != F.lit(0)))
-            .select(self._partition_text(table, "data_file.partition").alias("k"))
-            .distinct()
+        rows = read_again_on_commit_race(
+            lambda: (
+                self.spark.table(f"{table}.all_entries")
+                .filter((F.col("snapshot_id") == F.lit(commit.version)) & (F.col("status") != F.lit(0)))
+                .select(self._partition_text(table, "data_file.partition").alias("k"))
+                .distinct()
+                .collect()
+            )
         )
-        rows = read_again_on_commit_race(entries.collect)
         return sorted({k for r in rows if (k := self.scheme.key_from_column_text(r["k"])) is not None})
 
     def identity(self, table: str) -> TableIdentity | None:
@@ -251,12 +259,16 @@ class IcebergFormat(TableFormat):
         present = [t for t in dict.fromkeys(tables) if self.exists(t)]
         if not present:
             return [None] * len(tables)
-        logs = [
-            self.spark.table(f"{t}.metadata_log_entries").select(F.lit(i).alias("t"), "timestamp", "file")
-            for i, t in enumerate(present)
-        ]
-        latest = reduce(DataFrame.unionByName, logs).groupBy("t").agg(F.max_by("file", "timestamp").alias("file"))
-        files = {int(r["t"]): r["file"] for r in read_again_on_commit_race(latest.collect)}
+
+        def latest() -> list[Row]:
+            logs = [
+                self.spark.table(f"{t}.metadata_log_entries").select(F.lit(i).alias("t"), "timestamp", "file")
+                for i, t in enumerate(present)
+            ]
+            by_table = reduce(DataFrame.unionByName, logs).groupBy("t")
+            return by_table.agg(F.max_by("file", "timestamp").alias("file")).collect()
+
+        files = {int(r["t"]): r["file"] for r in read_again_on_commit_race(latest)}
         # Only the two fields, by schema: inferring the whole metadata file's schema is a Spark job.
         meta = self.spark.read.schema("`table-uuid` string, location string").option("multiLine", "true")
         fields = [
@@ -272,10 +284,13 @@ class IcebergFormat(TableFormat):
         return [by_table.get(t) for t in tables]
 
     def partition_row_counts(self, table: str) -> dict[str, int]:
-        counts = self.spark.table(f"{table}.partitions").select(
-            self._partition_text(table, "partition").alias("k"), F.col("record_count").alias("n")
+        rows = read_again_on_commit_race(
+            lambda: (
+                self.spark.table(f"{table}.partitions")
+                .select(self._partition_text(table, "partition").alias("k"), F.col("record_count").alias("n"))
+                .collect()
+            )
         )
-        rows = read_again_on_commit_race(counts.collect)
         out: dict[str, int] = {}
         for r in rows:
             key = self.scheme.key_from_column_text(r["k"])

@@ -32,3 +32,14 @@ def normalize_location(location: str) -> str:
 def inside(inner: str, outer: str) -> bool:
     """Whether normalized location `inner` is `outer` or lies under it."""
     return inner == outer or inner.startswith(outer.rstrip("/") + "/")
+
+
+def table_spelling(table: str, base_dir: str) -> str:
+    """One spelling of a config's table, so two configs naming the same table differently are
+    caught before Spark starts: a path (relative to its config's folder, as the formats read it)
+    or URI normalized, a name lower-cased without the session catalog's own prefix
+    (`spark_catalog.db.t` is `db.t`). The formats compare identities again once tables open."""
+    if "/" in table or "://" in table:
+        return normalize_location(table if "://" in table or table.startswith("/") else os.path.join(base_dir, table))
+    name = table.lower()
+    return name.removeprefix("spark_catalog.") if name.count(".") >= 2 else name

@@ -4,7 +4,8 @@ Iceberg 1.11 on Spark 4.1 checks that the snapshot a scan plans against is the s
 table resolved to, and fails the query ("Failed to enforce scan consistency") when a commit lands
 in between. A pipeline runs chunks of one layer side by side, so one chunk reads its shadow's
 `refs` or `snapshots` while another commits to it: seen in CI on Spark Connect. Reading again
-sees the new snapshot. No PySpark here: the unit tier tests it.
+sees the new snapshot, if the query is built anew: a classic DataFrame keeps the snapshot it
+resolved, so `read` must build its query inside. No PySpark here: the unit tier tests it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ ATTEMPTS = 4  # each attempt loses only to a commit landing within its own few m
 
 
 def read_again_on_commit_race(read: Callable[[], T], attempts: int = ATTEMPTS) -> T:
-    """`read()`, repeated while it fails only because a commit landed during its scan."""
+    """`read()` (which builds its query each time), repeated while it fails only because a
+    commit landed during its scan."""
     for attempt in range(1, attempts + 1):
         try:
             return read()

@@ -35,8 +35,13 @@ class PipelineRun:
 
     @property
     def finished(self) -> list[str]:
-        """The requested partitions that a stop left in no layer, in the requested order."""
+        """The requested partitions written in every layer that took them: none left by a stop,
+        failed, held or blocked in any layer (what `--promote-partial` judges)."""
         left = {p for keys in self.not_started.values() for p in keys}
+        left |= {p for held in self.blocked.values() for p in held}
+        for run in self.runs.values():
+            if run is not None:
+                left |= set(run.failed) | set(run.held)
         return [p for p in self.requested if p not in left]
 
     def summary(self) -> dict[str, Any]:

@@ -10,6 +10,7 @@ record with its members.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import math
@@ -32,7 +33,7 @@ from shadow_backfill.pipeline.results import PipelineBackfill, PipelinePromotion
 from shadow_backfill.pipeline.schedule import Task, run_chunks
 from shadow_backfill.pipeline.spec import PipelineFile, load_pipeline
 from shadow_backfill.recompute import ProgressCallback, RunResult, chunked
-from shadow_backfill.run_plan import RunPlan
+from shadow_backfill.run_plan import RunPlan, joined_plans
 from shadow_backfill.state import PartitionRecord, PipelineRecord, StateStore, VerdictRecord
 from shadow_backfill.timebox import TimeBox
 from shadow_backfill.transform import Inputs
@@ -65,6 +66,11 @@ class Pipeline:
         self._window: list[str] = []
         self._holding = False
         self._finished: PipelineRecord | None = None  # a cut-off promotion this command finished
+        self._timebox: TimeBox | None = None  # the running command's, read between chunks
+        # One SQL layer chunk at a time: two would replace each other's views of their upstreams
+        # (a view made before the other chunk's upstream partitions were written lacks them, and
+        # Spark Connect resolves a view only when the query runs).
+        self._views_lock = threading.Lock()
         self._forget()
 
     @classmethod
@@ -240,14 +246,14 @@ class Pipeline:
         self._open()
         requested = self._keys(start, end, partitions, required=True)
         self._window = requested
-        first = self.layers[self.order[0]]
-        cap = max_parallel or self.file.spec.run.max_parallel or first.config.run.max_parallel
-        chunks = chunked(requested, max(1, math.ceil(len(requested) / cap)))
+        cap = self._cap(max_parallel)
+        chunks = _pipeline_chunks(requested, cap)
         for bf in self.layers.values():  # loaded once, before threads share them
             bf.transform  # noqa: B018
         blocked: dict[str, dict[str, str]] = {key: {} for key in self.order}
         not_started: dict[str, list[str]] = {key: [] for key in self.order}
         leaving = threading.Lock()
+        self._timebox = timebox
 
         def work(task: Task) -> RunResult | None:
             key, i = task
@@ -261,10 +267,14 @@ class Pipeline:
             done = run_chunks(self.order, len(chunks), {k: self.file.depends_on(k) for k in self.order}, cap, work)
         finally:
             self._drop_views()
+            self._timebox = None
         runs = {key: [r for (k, _), r in sorted(done.items()) if k == key and r is not None] for key in self.order}
+        merged = {key: _merged(found) for key, found in runs.items()}
+        for key, result in merged.items():  # partitions a stop left inside a chunk that had started
+            not_started[key].extend(result.not_started if result is not None else [])
         left = {key: self.scheme.sort(keys) for key, keys in not_started.items() if keys}
         stopped = timebox.reason if timebox is not None and left else None
-        return PipelineRun(requested, {key: _merged(found) for key, found in runs.items()}, blocked, stopped, left)
+        return PipelineRun(requested, merged, blocked, stopped, left)
 
     def dry_run(
         self,
@@ -282,15 +292,25 @@ class Pipeline:
         and the run redoes it."""
         self._open()
         keys = self._keys(start, end, partitions, required=True)
-        cap = max_parallel or self.file.spec.run.max_parallel or self.layers[self.order[0]].config.run.max_parallel
-        return {
-            key: self.layers[key].dry_run(None, None, keys, max_parallel=cap, force=force, window=window)
-            for key in self.order
-        }
+        cap = self._cap(max_parallel)
+        plans = {}
+        for key in self.order:  # as `run` splits the work: the range in `cap` chunks, each one at a time
+            bf = self.layers[key]
+            parts = [bf.dry_run(None, None, c, max_parallel=1, force=force) for c in _pipeline_chunks(keys, cap)]
+            plans[key] = joined_plans(parts, cap, window)
+        return plans
+
+    def _cap(self, max_parallel: int | None) -> int:
+        """Chunks in flight at once across the pipeline: the option, the file, the first layer."""
+        return max_parallel or self.file.spec.run.max_parallel or self.layers[self.order[0]].config.run.max_parallel
 
     def timebox(self, until: str | None = None, max_duration: str | None = None) -> TimeBox:
         """`--until HH:MM` (the layers' time zone) and `--max-duration D`, as for one table."""
         return self.layers[self.order[0]].timebox(until, max_duration)
+
+    def _reads_views(self, key: str) -> bool:
+        """A SQL layer with upstreams: it reads them as temporary views named by their keys."""
+        return self.layers[key].config.transform.sql is not None and bool(self.file.depends_on(key))
 
     def _drop_views(self) -> None:
         """The temporary views SQL layers read their upstreams by, once every chunk is done (a
@@ -338,11 +358,17 @@ class Pipeline:
         """One layer's recompute of `ready`; `stale` partitions are rewritten even if written."""
         bf = self.layers[key]
         runs: list[RunResult] = []
-        if stale and not force:
-            runs.append(bf.run(partitions=stale, max_parallel=cap, force=True, on_progress=on_progress))
-        rest = ready if force else [p for p in ready if p not in stale]
-        if rest:
-            runs.append(bf.run(partitions=rest, max_parallel=cap, force=force, on_progress=on_progress))
+        box = self._timebox  # checked again between the layer's own chunks, as for one table
+        with self._views_lock if self._reads_views(key) else contextlib.nullcontext():
+            if stale and not force:
+                runs.append(
+                    bf.run(partitions=stale, max_parallel=cap, force=True, on_progress=on_progress, timebox=box)
+                )
+            rest = ready if force else [p for p in ready if p not in stale]
+            if rest:
+                runs.append(
+                    bf.run(partitions=rest, max_parallel=cap, force=force, on_progress=on_progress, timebox=box)
+                )
         self._forget()
         return _merged(runs)
 
@@ -420,6 +446,16 @@ class Pipeline:
         chosen = [p for p in chosen if p not in refused]
         record = self._sets.promote(chosen, allow_warn) if chosen else None
         return PipelinePromotion(chosen, record, refused, self._finished)
+
+    def _not_yet_live(self, keys: list[str]) -> list[str]:
+        """`keys` less those every layer's live already holds from its shadow (`already_live`):
+        a nightly pipeline rerun over the same window promotes nothing again."""
+        if not keys:
+            return []
+        everywhere = set(keys)
+        for key in self.order:
+            everywhere &= set(self.layers[key].promoter().already_live(keys))
+        return [k for k in keys if k not in everywhere]
 
     def _refused(self, keys: list[str], allow_warn: bool | None) -> dict[str, str]:
         """Partitions some layer's promotion would refuse (live changed after validation, already
@@ -512,13 +548,19 @@ class Pipeline:
             if not promote_partial or not judged:
                 return PipelineBackfill(run, PipelineValidation([]), None, {})
         checked = self.validate(partitions=judged)
-        promotion = self.promote(partitions=judged) if promote else None
+        fresh = self._not_yet_live(promotable(checked.verdicts, set.intersection(*map(self._allowed, self.order))))
+        promotion = self.promote(partitions=fresh) if promote and fresh else None
         reports = self.report(report_dir or self.file.path.parent / "report")
         return PipelineBackfill(run, checked, promotion, reports)
 
 
 def _written(rec: PartitionRecord | None) -> bool:
     return rec is not None and rec.status == PartitionStatus.WRITTEN
+
+
+def _pipeline_chunks(keys: Sequence[str], cap: int) -> list[list[str]]:
+    """The range in `cap` chunks, each run through every layer (see `pipeline.schedule`)."""
+    return chunked(keys, max(1, math.ceil(len(keys) / cap)))
 
 
 def _merged(runs: list[RunResult]) -> RunResult | None:
@@ -536,6 +578,8 @@ def _merged(runs: list[RunResult]) -> RunResult | None:
         out.failed = {**earlier.failed, **out.failed}
         out.held = {**earlier.held, **out.held}
         out.chunks = earlier.chunks + out.chunks
+        out.not_started = earlier.not_started + out.not_started
+        out.stopped = out.stopped or earlier.stopped
     return out
 
 

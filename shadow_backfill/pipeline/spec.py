@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError,
 
 from shadow_backfill.config import BackfillConfig, first_error, load_config, read_yaml
 from shadow_backfill.errors import ConfigError
-from shadow_backfill.formats.locations import normalize_location
+from shadow_backfill.formats.locations import table_spelling
 from shadow_backfill.pipeline.graph import layer_order
 
 # A layer's key names the temporary view a SQL transform reads it by, so it is an identifier.
@@ -135,22 +135,11 @@ def _parse(data: Any, source: str) -> PipelineSpec:
         raise ConfigError(first_error(exc, source)) from None
 
 
-def spelling(table: str) -> str:
-    """One spelling of a config's table, so two layers naming the same table differently are
-    caught before any work: a path or URI normalized (`s3a://` = `s3://`, `..`, a trailing
-    slash), a name lower-cased without the session catalog's own prefix (`spark_catalog.db.t`
-    is `db.t`). The formats compare identities again when the tables are opened."""
-    if "/" in table or "://" in table:
-        return normalize_location(table)
-    name = table.lower()
-    return name.removeprefix("spark_catalog.") if name.count(".") >= 2 else name
-
-
 def _refuse_shared_tables(configs: dict[str, BackfillConfig]) -> None:
     written: dict[str, str] = {}
     for key, cfg in configs.items():
         for table in (cfg.live_table, cfg.shadow):
-            same = spelling(table)
+            same = table_spelling(table, str(cfg.base_dir))
             if same in written:
                 raise ConfigError(f"pipeline: tables {written[same]!r} and {key!r} both write {table}")
             written[same] = key

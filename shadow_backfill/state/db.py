@@ -16,6 +16,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
+from shadow_backfill import errors
 from shadow_backfill.errors import StateStoreError
 
 if TYPE_CHECKING:
@@ -69,8 +70,8 @@ class Db:
 
 
 def first_line(exc: DBAPIError) -> str:
-    text = str(exc.orig if exc.orig is not None else exc).strip()
-    return text.splitlines()[0] if text else type(exc.orig or exc).__name__
+    """The driver's own error (SQLAlchemy wraps it in pages of SQL and parameters)."""
+    return errors.first_line(exc.orig if exc.orig is not None else exc)
 
 
 def from_row(cls: type[R], row: Mapping[str, Any], **converted: Any) -> R:

@@ -13,6 +13,8 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,7 @@ from chispa import assert_df_equality
 from pyspark.sql import functions as F
 from support import END, QUIET, START, MakeBackfill
 from support.backends import BACKENDS
-from support.clocks import DEADLINE, Ticks
+from support.clocks import Ticks
 from support.processes import killable_cli_env
 from typer.testing import CliRunner
 
@@ -340,30 +342,50 @@ def test_max_parallel_caps_chunks_of_every_layer_together(make: MakeBackfill, tm
 
 
 @pytest.mark.parametrize("backend", [b for b in BACKENDS if b.id == "delta-sail"], indirect=True)
-def test_a_time_box_stops_every_layer_at_a_chunk_boundary(make: MakeBackfill, tmp_path: Path) -> None:
-    """The box is read as each chunk would start: raw's two chunks start, then the deadline
-    passes and no chunk of staging or features starts; a rerun finishes the set. Through the
-    CLI, `--max-duration 0` starts nothing and exits 4."""
+def test_a_stopped_pipeline_promotes_only_what_every_layer_finished(make: MakeBackfill, tmp_path: Path) -> None:
+    """A stop (as SIGTERM gives) once features has written a chunk: chunks in flight finish, no
+    other chunk of any layer starts, `promote_partial` promotes what every layer finished and
+    passed, and a rerun finishes the set. Through the CLI, `--max-duration 0` starts nothing."""
     probe = make(seed_live=False)
     pipeline, layers = _pipeline(make, tmp_path, probe.spark, run={"max_parallel": 2})
     days = probe.scheme.expand(START, END)
-    box = TimeBox(DEADLINE, Ticks(2), "--until 06:00")
-    result = pipeline.backfill(START, END, timebox=box)
-    assert result.run.stopped is not None and result.run.stopped.startswith("--until 06:00")
-    assert result.run.not_started == {"staging": days, "features": days}
-    assert sorted(result.run.runs["raw"].written) == days  # type: ignore[union-attr]
-    assert result.promotion is None and pipeline.history() == [], "a stopped backfill judges nothing"
+    live_before = {key: sorted(layers[key].read_live().collect()) for key in pipeline.order}
+    box = TimeBox(None, Ticks(0))
+    written = Counter[str]()
+
+    def progress(keys: Sequence[str], outcome: str) -> None:
+        written.update(keys if outcome == "written" else [])
+        if any(n == 3 for n in written.values()):  # a day written in all three layers
+            box.stop("SIGTERM")
+
+    result = pipeline.backfill(START, END, timebox=box, promote_partial=True, on_progress=progress)
+    run = result.run
+    assert run.stopped == "SIGTERM" and run.not_started, "the stop left chunks unstarted"
+    finished = run.finished
+    assert finished and set(finished).isdisjoint(run.not_started.get("features", []))
+    assert result.promotion is not None and result.promotion.record is not None
+    assert result.promotion.partitions == [d for d in finished if d not in (STAGING_BROKEN, FEATURES_BROKEN)]
+    for key in pipeline.order:
+        promoted = result.promotion.partitions
+        _same(layers[key].read_live(promoted), layers[key].read_shadow(promoted))
+        rest = [d for d in days if d not in promoted]
+        assert sorted(layers[key].read_live(rest).collect()) == sorted(
+            r for r in live_before[key] if r["ds"].isoformat() in rest
+        ), f"{key}: nothing else promoted"
 
     path = str(pipeline.file.path)
-    cli = CliRunner().invoke(app, ["pipeline", "backfill", path, *RANGE, "--max-duration", "0", "--promote-partial"])
+    cli = CliRunner().invoke(app, ["pipeline", "run", path, *RANGE, "--max-duration", "0"])
     assert cli.exit_code == 4, cli.output
-    assert "stopped by --max-duration 0" in cli.output and "10 of staging, 10 of features" in cli.output
-    assert layers["staging"].status() == [], "no chunk started"
+    assert "stopped by --max-duration 0" in cli.output and "rerun the same command to resume" in cli.output
 
     again = pipeline.backfill(START, END)
     good = [d for d in days if d not in (STAGING_BROKEN, FEATURES_BROKEN)]
-    assert again.run.stopped is None and again.run.runs["raw"].written == {}, "raw was finished"  # type: ignore[union-attr]
-    assert again.promotion is not None and again.promotion.partitions == good
+    assert again.run.stopped is None and again.promotion is not None
+    assert sorted(again.promotion.partitions + result.promotion.partitions) == good
+    # the same night's job run once more: every passing day is live from these shadows already
+    history = pipeline.history()
+    rerun = pipeline.backfill(START, END)
+    assert rerun.promotion is None and pipeline.history() == history, "a rerun promotes nothing again"
 
 
 def test_gate_written_and_a_layer_computed_from_replaced_upstream_data(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import threading
 
 DEADLINE = dt.datetime(2024, 1, 12, 6, tzinfo=dt.timezone.utc)
 
@@ -13,7 +14,9 @@ class Ticks:
 
     def __init__(self, n: int) -> None:
         self.left = n
+        self._lock = threading.Lock()  # chunks of a pipeline read the box from several threads
 
     def __call__(self) -> dt.datetime:
-        self.left -= 1
-        return DEADLINE - dt.timedelta(minutes=1) if self.left >= 0 else DEADLINE
+        with self._lock:
+            self.left -= 1
+            return DEADLINE - dt.timedelta(minutes=1) if self.left >= 0 else DEADLINE

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from shadow_backfill.formats.locations import inside, normalize_location
+from shadow_backfill.formats.locations import inside, normalize_location, table_spelling
 
 
 @pytest.mark.parametrize(
@@ -39,3 +39,13 @@ def test_inside_is_by_path_segment() -> None:
     assert inside("s3://lake/wh/events", "s3://lake/wh/events")
     assert not inside("s3://lake/wh/events_v2", "s3://lake/wh/events")
     assert not inside("s3://other/wh/events", "s3://lake/wh")
+
+
+def test_a_config_table_in_one_spelling(tmp_path: Path) -> None:
+    """Relative paths are read from their config's folder, as the formats read them: the same
+    relative path in two folders names two tables, and `../b/t` from `a` names `b/t`."""
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    assert table_spelling("data/t", a) != table_spelling("data/t", b)
+    assert table_spelling("../b/data/t", a) == table_spelling("data/t", b) == table_spelling(f"{b}/data/t/", a)
+    assert table_spelling("s3a://lake/wh/t/", a) == table_spelling("s3://lake/wh//t", b)
+    assert table_spelling("SPARK_CATALOG.db.T", a) == table_spelling("db.t", b) != table_spelling("local.db.t", a)
