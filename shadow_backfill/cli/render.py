@@ -199,11 +199,14 @@ def print_backfill(result: Any) -> None:
         problems.append(held_line(refused, f"not promoted ({result.refused[refused[0]]})"))
     if rolled_back is not None:
         problems.append(rolled_back)
-    if result.run.stopped:
+    # A stop that came after the last chunk started, with --promote-partial, left nothing: the
+    # whole job was judged and promoted, so it ends as an unstopped one would.
+    left = result.run.stopped and (result.run.not_started or not result.validation.validation_id)
+    if left:
         problems += [stop_line(result.run)] if problems else []
     if problems:
         fail("; ".join(problems))
-    if result.run.stopped:
+    if left:
         stopped(stop_line(result.run))
     if result.held:
         hold(held_line(result.held, "held for approval (verdict warn, not promoted)"))

@@ -21,6 +21,7 @@ from support.clocks import DEADLINE, Ticks
 from typer.testing import CliRunner
 
 from shadow_backfill.cli.app import app
+from shadow_backfill.cli.render import print_backfill
 from shadow_backfill.timebox import TimeBox
 
 
@@ -62,6 +63,12 @@ def test_a_stopped_backfill_exits_4_and_promotes_only_what_it_finished(make: Mak
     rest = CliRunner().invoke(app, ["backfill", cfg, "--start", START, "--end", END])
     assert rest.exit_code == 0, rest.output
     assert "promoted 9 partition(s)" in rest.output and "1 passing partition(s) already live" in rest.output
+
+    # a stop that comes after the last chunk started, with --promote-partial, leaves nothing:
+    # the job was judged whole and ends as an unstopped one (no exit 4)
+    late = bf.backfill(START, END, timebox=TimeBox(DEADLINE, Ticks(0)), promote_partial=True)
+    assert late.run.stopped is not None and not late.run.not_started and late.validation.validation_id
+    print_backfill(late)  # raises typer.Exit on any exit code but 0
 
 
 @pytest.mark.slow
