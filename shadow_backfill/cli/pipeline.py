@@ -16,7 +16,15 @@ from rich.text import Text
 from shadow_backfill.cli.limits import MaxDurationOption, PromotePartialOption, UntilOption, check_limits
 from shadow_backfill.cli.output import EXIT_HELD, fail, handle_errors, hold, out, split_partitions, stopped
 from shadow_backfill.cli.render import print_run_plan, run_summary
-from shadow_backfill.cli.selection import DryRunOption, JsonOption, LagOption, LastOption, Selection, check_selection
+from shadow_backfill.cli.selection import (
+    DryRunOption,
+    JsonOption,
+    LagOption,
+    LastOption,
+    Selection,
+    check_selection,
+    select,
+)
 from shadow_backfill.pipeline.spec import load_pipeline
 from shadow_backfill.timebox import stop_on_sigterm
 from shadow_backfill.vocabulary import CheckStatus
@@ -36,16 +44,6 @@ def open_pipeline(path: Path) -> Pipeline:
     from shadow_backfill.pipeline.runner import Pipeline
 
     return Pipeline(checked)
-
-
-def chosen(
-    p: Pipeline, start: str | None, end: str | None, partitions: str | None, last: int | None, lag: str | None
-) -> Selection:
-    """The command's range, list, or window (`--last --lag`, resolved once to keys)."""
-    if last is None:
-        return Selection(start, end, split_partitions(partitions))
-    window = p.last_window(last, lag or "0")
-    return Selection(None, None, p.window_keys(window), window)
 
 
 def print_run(result: PipelineRun) -> list[str]:
@@ -157,7 +155,7 @@ def run(
     check_limits(until, max_duration)
     p = open_pipeline(pipeline)
     box = p.timebox(until, max_duration)
-    keys = chosen(p, start, end, partitions, last, lag)
+    keys = select(p, start, end, partitions, last, lag)
     if dry_run:
         show_dry_run(p, keys, max_parallel, force, as_json)
         return
@@ -179,7 +177,7 @@ def validate(
     """Validate every layer and judge each partition across layers; exit 1 if any fails, 3 if some warn."""
     check_selection(start, end, partitions, last, lag)
     p = open_pipeline(pipeline)
-    keys = chosen(p, start, end, partitions, last, lag)
+    keys = select(p, start, end, partitions, last, lag)
     result = p.validate(keys.start, keys.end, keys.partitions)
     out.print(verdict_table(p.order, result))
     exit_for(result)
@@ -293,7 +291,7 @@ def backfill(
     check_limits(until, max_duration)
     p = open_pipeline(pipeline)
     box = p.timebox(until, max_duration)
-    keys = chosen(p, start, end, partitions, last, lag)
+    keys = select(p, start, end, partitions, last, lag)
     if dry_run:
         show_dry_run(p, keys, max_parallel, force, as_json)
         return

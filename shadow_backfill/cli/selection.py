@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import typer
 
@@ -72,8 +72,16 @@ def check_selection(
         parse_duration(lag, "--lag")
 
 
+class Windowed(Protocol):
+    """What resolves `--last --lag`: a `Backfill`, or a `Pipeline` (through its first layer)."""
+
+    def last_window(self, last: int, lag: str) -> Window: ...
+
+    def window_keys(self, window: Window) -> list[str]: ...
+
+
 def select(
-    bf: Backfill, start: str | None, end: str | None, partitions: str | None, last: int | None, lag: str | None
+    bf: Windowed, start: str | None, end: str | None, partitions: str | None, last: int | None, lag: str | None
 ) -> Selection:
     """The command's partitions (the options passed `check_selection`)."""
     if last is None:
