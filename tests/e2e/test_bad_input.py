@@ -775,16 +775,13 @@ ANYWHERE = frozenset(
         "config over 1 MiB",
     }
 )
-# Cases that read a table but whose outcome the format cannot change: the transform's own
-# failures, the checks on its output before any write, the state store's refusals and the
-# checks of a config against a schema Spark already read. The engine can change them (how a
+# Cases whose outcome the format cannot change: the transform's own failures, the checks on its
+# output before any write, and the state store's refusals. A case whose check reads a table's
+# schema or data through the format stays on every backend. The engine can change these (how a
 # transform's error or an interrupt reaches the driver), so they run on one backend per engine.
 PER_ENGINE = frozenset(
     {
         "markup in a transform error",
-        "markup in a data value",
-        "narrowing retype declared",
-        "removed column live does not have",
         "transform raises",
         "rows outside partitions",
         "null partition values",
@@ -793,13 +790,11 @@ PER_ENGINE = frozenset(
         "transform interrupted",
         "not a dataframe",
         "code changed",
-        "suite on missing column",
         "validate before recompute",
         "read-only state store",
         "promote before validate",
         "promote unknown partition",
         "promote a failed partition",
-        "key column missing",
     }
 )
 assert {c.name for c in CASES} >= ANYWHERE | PER_ENGINE, sorted((ANYWHERE | PER_ENGINE) - {c.name for c in CASES})

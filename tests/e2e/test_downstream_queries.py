@@ -60,7 +60,6 @@ def test_a_partition_that_breaks_a_consumer_query_fails(make: MakeBackfill) -> N
     assert fine["queries/totals.sql"].message == "queries/totals.sql: gives live's result within the tolerance"
 
 
-@pytest.mark.per_engine  # the canary's steps are promotions tested per format
 def test_a_canary_whose_downstream_query_fails_is_rolled_back(make: MakeBackfill) -> None:
     """The consumer's query passed on the shadow, then changed before the promotion: on live it
     fails for the canary's partitions, so the canary is rolled back and live is as before."""
@@ -85,7 +84,7 @@ def test_a_canary_whose_downstream_query_fails_is_rolled_back(make: MakeBackfill
     assert undo.kind == "rollback" and undo.target == canary.id
 
 
-@pytest.mark.per_engine  # the canary's steps are promotions tested per format
+@pytest.mark.store
 def test_a_canary_that_passes_on_live_lets_the_rest_follow(make: MakeBackfill) -> None:
     bf = make(validation={**QUIET, "downstream_queries": ["queries/training.sql"]}, promote={"canary": 3})
     _write_queries(bf, training=TRAINING)

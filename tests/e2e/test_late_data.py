@@ -63,7 +63,6 @@ def test_nightly_last_three_days_two_days_late(
     assert len(bf.history(reconcile_live=False)) == 1
 
 
-@pytest.mark.per_engine  # the format cannot change it
 def test_a_window_outside_the_range_names_what_is_missing(make: MakeBackfill, monkeypatch: pytest.MonkeyPatch) -> None:
     """The next night's window reaches a day the live table does not have yet: the plan shows it
     with no live rows, as the run would write it."""

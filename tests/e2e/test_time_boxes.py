@@ -42,7 +42,6 @@ def test_a_time_box_stops_at_a_chunk_boundary_and_a_rerun_finishes(make: MakeBac
     assert_df_equality(bf.read_shadow(), expected, ignore_row_order=True, ignore_nullable=True)
 
 
-@pytest.mark.per_engine  # when to stop is the runner's: the format cannot change it
 def test_a_stopped_backfill_exits_4_and_promotes_only_what_it_finished(make: MakeBackfill) -> None:
     """`--max-duration 0`: the limit has passed before the first chunk. With `--promote-partial`
     the partitions already written are validated and promoted; the rest stay for the next run."""
