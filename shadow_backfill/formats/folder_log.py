@@ -22,7 +22,10 @@ the validated shadow version) *pins* the table: a shared `flock` on `<root>/_sha
 that every switch and every `gc` deletion waits for exclusively. A folder is therefore never
 moved or deleted while a pinned job lists or reads it.
 
-Local and mounted file systems only: the switch relies on POSIX rename and `flock`.
+Every file operation goes through a `FileStore`. `LocalFiles`, the one store today, gives the
+POSIX guarantees the log relies on: an exclusive create by `link`, `rename` for the path
+switch, and `flock`s. A store on object storage would hold the log of a metastore table, whose
+switch moves no data (see docs/design/decisions.md, Parquet on object storage).
 """
 
 from __future__ import annotations
@@ -32,11 +35,12 @@ import hashlib
 import itertools
 import json
 import os
+import posixpath
 import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -85,13 +89,136 @@ class Version:
         return {f.key for f in self.folders.values()}
 
 
+class FileStore(Protocol):
+    """The few file operations the log and its placements use, on paths given as strings (a
+    `Path` would fold `s3a://` into `s3a:/`). Kept this small so that another store can hold a
+    log: list, read, create once, delete, and each file's size and time for fingerprints."""
+
+    def exists(self, path: str) -> bool: ...
+
+    def is_dir(self, path: str) -> bool: ...
+
+    def children(self, path: str) -> list[tuple[str, bool]]:
+        """(name, is a folder) of each entry right under `path`, sorted by name; none if absent."""
+        ...
+
+    def files(self, path: str) -> list[tuple[str, int, int]]:
+        """(path relative to `path`, size, modification time in ns) of every file below it, in
+        the order `fingerprint` hashes them (folders depth first, names sorted)."""
+        ...
+
+    def read_text(self, path: str) -> str: ...
+
+    def create_new(self, path: str, text: str) -> None:
+        """Create a file holding `text`, whole or not at all; FileExistsError if one is there."""
+        ...
+
+    def touch(self, path: str) -> None: ...
+
+    def make_dirs(self, path: str) -> None: ...
+
+    def rename(self, src: str, dst: str) -> None: ...
+
+    def delete_tree(self, path: str) -> None: ...
+
+    def modified_ms(self, path: str) -> float: ...
+
+    def parquet_rows(self, path: str) -> int:
+        """Rows in the Parquet files below `path`, from their footers (no Spark job)."""
+        ...
+
+    def lock(self, path: str, exclusive: bool) -> AbstractContextManager[None]:
+        """Held across processes until the block ends, and let go if the holder dies."""
+        ...
+
+
+class LocalFiles:
+    """A local or mounted file system (POSIX)."""
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def children(self, path: str) -> list[tuple[str, bool]]:
+        if not os.path.isdir(path):
+            return []
+        return sorted((entry.name, entry.is_dir()) for entry in os.scandir(path))
+
+    def files(self, path: str) -> list[tuple[str, int, int]]:
+        out = []
+        for dirpath, dirnames, filenames in os.walk(path):
+            dirnames.sort()
+            for name in sorted(filenames):
+                full = Path(dirpath) / name
+                st = full.stat()
+                out.append((str(full.relative_to(path)), st.st_size, st.st_mtime_ns))
+        return out
+
+    def read_text(self, path: str) -> str:
+        return Path(path).read_text()
+
+    def create_new(self, path: str, text: str) -> None:
+        """Written to a temporary file and synced first, then linked into place: `link` fails if
+        the name exists, so two writers can never both create one version."""
+        tmp = posixpath.join(posixpath.dirname(path), f".{uuid.uuid4().hex}.tmp")
+        with open(tmp, "w") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        try:
+            os.link(tmp, path)
+        finally:
+            os.unlink(tmp)
+
+    def touch(self, path: str) -> None:
+        Path(path).touch()
+
+    def make_dirs(self, path: str) -> None:
+        os.makedirs(path, exist_ok=True)
+
+    def rename(self, src: str, dst: str) -> None:
+        os.rename(src, dst)
+
+    def delete_tree(self, path: str) -> None:
+        shutil.rmtree(path, ignore_errors=True)
+
+    def modified_ms(self, path: str) -> float:
+        return os.stat(path).st_mtime * 1000
+
+    def parquet_rows(self, path: str) -> int:
+        import pyarrow.parquet as pq
+
+        return sum(
+            pq.read_metadata(Path(dirpath) / name).num_rows
+            for dirpath, _, filenames in os.walk(path)
+            for name in filenames
+            if not name.startswith((".", "_"))
+        )
+
+    @contextmanager
+    def lock(self, path: str, exclusive: bool) -> Iterator[None]:
+        """A `flock` on `path`: the kernel lets it go when its holder dies, so a killed writer
+        never blocks the next one."""
+        with open(path, "a+") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+LOCAL_FILES = LocalFiles()
+
+
 class Placement(Protocol):
     """How readers are pointed at a partition folder's data: by renaming folders into place under
     the root (path datasets), or by a metastore partition's location (tables by name)."""
 
     located: bool  # folders keep their own location (recorded in the log) instead of moving
 
-    def current(self, log: FolderLog, latest: Version | None) -> dict[str, Path]:
+    def current(self, log: FolderLog, latest: Version | None) -> dict[str, str]:
         """Each partition folder readers see now, and where its data is."""
 
     def switch(self, log: FolderLog, name: str, old: Folder | None, new: Folder | None, version: int) -> None:
@@ -107,51 +234,41 @@ class RenamePlacement:
 
     located = False
 
-    def current(self, log: FolderLog, latest: Version | None) -> dict[str, Path]:
-        return {child.name: child for child, _ in log.partition_folders(log.root)}
+    def current(self, log: FolderLog, latest: Version | None) -> dict[str, str]:
+        return {posixpath.basename(child): child for child, _ in log.partition_folders(log.root)}
 
     def switch(self, log: FolderLog, name: str, old: Folder | None, new: Folder | None, version: int) -> None:
-        live = log.root / name
+        files = log.files
+        live = posixpath.join(log.root, name)
         if old is not None and new is not None and old.gid == new.gid:
             return
-        staged = log.gen_dir(new.gid) / name if new is not None else None
-        if staged is not None and not staged.exists():
+        staged = posixpath.join(log.gen_dir(new.gid), name) if new is not None else None
+        if staged is not None and not files.exists(staged):
             return  # moved into place already
-        if live.exists():
-            kept = log.gen_dir(old.gid if old is not None else f"displaced-{version}") / name
-            if not kept.exists():
-                kept.parent.mkdir(parents=True, exist_ok=True)
-                os.rename(live, kept)
+        if files.exists(live):
+            kept = posixpath.join(log.gen_dir(old.gid if old is not None else f"displaced-{version}"), name)
+            if not files.exists(kept):
+                files.make_dirs(posixpath.dirname(kept))
+                files.rename(live, kept)
         if staged is not None:
-            os.rename(staged, live)
+            files.rename(staged, live)
 
     def settled(self) -> None:
         return None
 
 
-def fingerprint(folder: Path) -> str:
+def fingerprint(folder: str | Path, files: FileStore = LOCAL_FILES) -> str:
     """A digest of every file under `folder` (path, size, mtime): a rename keeps all three, so a
     generation moved into place keeps its fingerprint; another writer's files change it."""
     digest = hashlib.sha256()
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames.sort()
-        for name in sorted(filenames):
-            path = Path(dirpath) / name
-            st = path.stat()
-            digest.update(f"{path.relative_to(folder)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    for relative, size, mtime_ns in files.files(str(folder)):
+        digest.update(f"{relative}\0{size}\0{mtime_ns}\n".encode())
     return digest.hexdigest()
 
 
-def count_rows(folder: Path) -> int:
+def count_rows(folder: str | Path, files: FileStore = LOCAL_FILES) -> int:
     """Rows in the Parquet files under `folder`, from their footers (no Spark job)."""
-    import pyarrow.parquet as pq
-
-    return sum(
-        pq.read_metadata(Path(dirpath) / name).num_rows
-        for dirpath, _, filenames in os.walk(folder)
-        for name in filenames
-        if not name.startswith((".", "_"))
-    )
+    return files.parquet_rows(str(folder))
 
 
 def folder_text(name: str) -> str | None:
@@ -170,12 +287,18 @@ class FolderLog:
     partition of this table, such as the null partition)."""
 
     def __init__(
-        self, root: str, column: str, key_of: Callable[[str], str | None], placement: Placement | None = None
+        self,
+        root: str,
+        column: str,
+        key_of: Callable[[str], str | None],
+        placement: Placement | None = None,
+        files: FileStore = LOCAL_FILES,
     ) -> None:
         self.placement: Placement = placement or RenamePlacement()
-        self.root = Path(root)
-        self.meta = self.root / META
-        self.log_dir = self.meta / "log"
+        self.files = files
+        self.root = str(root)
+        self.meta = posixpath.join(self.root, META)
+        self.log_dir = posixpath.join(self.meta, "log")
         self.column = column
         self.key_of = key_of
         self._cache: dict[int, Version] = {}
@@ -183,17 +306,19 @@ class FolderLog:
 
     # ---- reading the log ----------------------------------------------------------------------
 
+    def _log_file(self, version: int, suffix: str) -> str:
+        return posixpath.join(self.log_dir, f"{version:020d}.{suffix}")
+
     def has_log(self) -> bool:
-        return self.log_dir.is_dir() and any(self.log_dir.glob("*.json"))
+        return any(name.endswith(".json") for name, _ in self.files.children(self.log_dir))
 
     def versions(self) -> list[int]:
-        if not self.log_dir.is_dir():
-            return []
-        return sorted(int(p.stem) for p in self.log_dir.glob("*.json") if p.stem.isdigit())
+        stems = [name.removesuffix(".json") for name, _ in self.files.children(self.log_dir) if name.endswith(".json")]
+        return sorted(int(stem) for stem in stems if stem.isdigit())
 
     def get(self, version: int) -> Version:
         if version not in self._cache:
-            self._cache[version] = Version.from_json((self.log_dir / f"{version:020d}.json").read_text())
+            self._cache[version] = Version.from_json(self.files.read_text(self._log_file(version, "json")))
         return self._cache[version]
 
     def all(self) -> list[Version]:
@@ -203,39 +328,38 @@ class FolderLog:
         versions = self.versions()
         return self.get(versions[-1]) if versions else None
 
-    def gen_dir(self, gid: str) -> Path:
-        return self.meta / "gen" / gid
+    def gen_dir(self, gid: str) -> str:
+        return posixpath.join(self.meta, "gen", gid)
 
-    def where(self, name: str, folder: Folder, current: Version) -> Path:
+    def where(self, name: str, folder: Folder, current: Version) -> str:
         """Where a folder's data lies now: its own location, or at the root if it is current and
         in its generation folder if not."""
         if folder.location is not None:
-            return Path(folder.location)
+            return folder.location
         now = current.folders.get(name)
-        return self.root / name if now is not None and now.gid == folder.gid else self.gen_dir(folder.gid) / name
+        base = self.root if now is not None and now.gid == folder.gid else self.gen_dir(folder.gid)
+        return posixpath.join(base, name)
 
     # ---- folders on disk ----------------------------------------------------------------------
 
-    def partition_folders(self, base: Path) -> Iterator[tuple[Path, str]]:
-        if not base.is_dir():
-            return
-        for child in sorted(base.iterdir()):
-            name = child.name
-            if not child.is_dir() or name.startswith(("_", ".")) or not name.startswith(f"{self.column}="):
+    def partition_folders(self, base: str) -> Iterator[tuple[str, str]]:
+        for name, is_dir in self.files.children(base):
+            if not is_dir or name.startswith(("_", ".")) or not name.startswith(f"{self.column}="):
                 continue
             text = folder_text(name)
             key = self.key_of(text) if text is not None else None
             if key is not None:
-                yield child, key
+                yield posixpath.join(base, name), key
 
     def has_folders(self) -> bool:
         return next(self.partition_folders(self.root), None) is not None
 
     def staged(self, gid: str) -> dict[str, Folder]:
         """The partition folders a write left in generation folder `gid`."""
-        return self.scan({child.name: child for child, _ in self.partition_folders(self.gen_dir(gid))}, gid)
+        folders = self.partition_folders(self.gen_dir(gid))
+        return self.scan({posixpath.basename(child): child for child, _ in folders}, gid)
 
-    def scan(self, paths: Mapping[str, Path], gid: str, known: Mapping[str, Folder] | None = None) -> dict[str, Folder]:
+    def scan(self, paths: Mapping[str, str], gid: str, known: Mapping[str, Folder] | None = None) -> dict[str, Folder]:
         """Folders `name -> path` as generation `gid`; a folder whose fingerprint matches `known`
         is that known folder (no footers read)."""
         out: dict[str, Folder] = {}
@@ -244,37 +368,28 @@ class FolderLog:
             key = self.key_of(text) if text is not None else None
             if key is None:
                 continue
-            fp = fingerprint(path)
+            fp = fingerprint(path, self.files)
             was = (known or {}).get(name)
-            location = str(path) if self.placement.located else None
-            out[name] = (
-                was if was is not None and was.fingerprint == fp else Folder(key, gid, fp, count_rows(path), location)
-            )
+            location = path if self.placement.located else None
+            if was is not None and was.fingerprint == fp:
+                out[name] = was
+            else:
+                out[name] = Folder(key, gid, fp, count_rows(path, self.files), location)
         return out
 
     # ---- writing the log ----------------------------------------------------------------------
 
     @contextmanager
     def locked(self) -> Iterator[None]:
-        """One writer (or settler) of this table at a time, across processes; the kernel releases
-        the lock when its holder dies, so a killed writer never blocks the next one."""
-        self.meta.mkdir(parents=True, exist_ok=True)
-        with open(self.meta / "lock", "a+") as handle:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        """One writer (or settler) of this table at a time, across processes; a killed writer's
+        lock goes with it (`FileStore.lock`), so it never blocks the next one."""
+        self.files.make_dirs(self.meta)
+        with self.files.lock(posixpath.join(self.meta, "lock"), exclusive=True):
+            yield
 
-    @contextmanager
-    def _readers_lock(self, mode: int) -> Iterator[None]:
-        self.meta.mkdir(parents=True, exist_ok=True)
-        with open(self.meta / "readers", "a+") as handle:
-            fcntl.flock(handle.fileno(), mode)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    def _readers_lock(self, exclusive: bool) -> AbstractContextManager[None]:
+        self.files.make_dirs(self.meta)
+        return self.files.lock(posixpath.join(self.meta, "readers"), exclusive)
 
     @contextmanager
     def moving(self) -> Iterator[None]:
@@ -289,7 +404,7 @@ class FolderLog:
             finally:
                 self._moving -= 1
             return
-        with self._readers_lock(fcntl.LOCK_EX):
+        with self._readers_lock(exclusive=True):
             self._moving = 1
             try:
                 yield
@@ -307,7 +422,7 @@ class FolderLog:
         for _ in range(PIN_ATTEMPTS):
             with self.locked():
                 self.sync()
-            with self._readers_lock(fcntl.LOCK_SH):
+            with self._readers_lock(exclusive=False):
                 latest = self.latest()
                 if latest is not None and self.applied(latest.version):
                     yield latest
@@ -316,19 +431,11 @@ class FolderLog:
 
     def _write_exclusive(self, version: Version) -> None:
         """Create the version's file atomically and only if no other writer made that version."""
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.log_dir / f".{uuid.uuid4().hex}.tmp"
-        with open(tmp, "w") as out:
-            out.write(version.to_json())
-            out.flush()
-            os.fsync(out.fileno())
-        try:
-            os.link(tmp, self.log_dir / f"{version.version:020d}.json")
-        finally:
-            tmp.unlink()
+        self.files.make_dirs(self.log_dir)
+        self.files.create_new(self._log_file(version.version, "json"), version.to_json())
 
     def applied(self, version: int) -> bool:
-        return (self.log_dir / f"{version:020d}.applied").exists()
+        return self.files.exists(self._log_file(version, "applied"))
 
     def commit(self, version: Version) -> Version:
         """Journal `version`, switch the folders to it, mark it applied (caller holds the lock)."""
@@ -354,7 +461,7 @@ class FolderLog:
             for name in sorted(names):
                 self.placement.switch(self, name, before.get(name), new.folders.get(name), new.version)
             self.placement.settled()
-            (self.log_dir / f"{new.version:020d}.applied").touch()
+            self.files.touch(self._log_file(new.version, "applied"))
 
     def sync(self, build_first: Callable[[dict[str, Folder]], Version] | None = None) -> Version | None:
         """Settle, then adopt folders that changed behind the log as a version by another writer;
@@ -395,7 +502,7 @@ class FolderLog:
         )
         return self.commit(adopted)
 
-    def _refuse_unreadable(self, current: Mapping[str, Path], found: Mapping[str, Folder], latest: Version) -> None:
+    def _refuse_unreadable(self, current: Mapping[str, str], found: Mapping[str, Folder], latest: Version) -> None:
         """A folder the log knows that is still there but no longer reads as a partition is a
         config that changed (partition.type or format), not a folder another writer deleted:
         adopting it as deleted would move live data out of the table."""
@@ -432,7 +539,7 @@ class FolderLog:
 
     # ---- garbage --------------------------------------------------------------------------------
 
-    def expired(self, older_than_ms: int, now: int | None = None) -> list[Path]:
+    def expired(self, older_than_ms: int, now: int | None = None) -> list[str]:
         """Kept partition folders replaced before `older_than_ms`, and staged generations
         abandoned before it (a write killed before its commit, or refused by a conflict).
 
@@ -452,25 +559,27 @@ class FolderLog:
             path
             for v in versions
             for n, f in v.folders.items()
-            if (path := self.where(n, f, current)) not in in_use and path.exists()
+            if (path := self.where(n, f, current)) not in in_use and self.files.exists(path)
         }
         known = {f.gid for v in versions for f in v.folders.values()}
-        gen = self.meta / "gen"
+        gen = posixpath.join(self.meta, "gen")
         grace = min(older_than_ms, (now_ms() if now is None else now) - STAGING_GRACE_MS)
-        for generation in sorted(gen.iterdir()) if gen.is_dir() else []:
+        for name, _ in self.files.children(gen):
             # not committed: abandoned, or being written right now by another process
-            if generation.name not in known and generation.stat().st_mtime * 1000 < grace:
+            generation = posixpath.join(gen, name)
+            if name not in known and self.files.modified_ms(generation) < grace:
                 out.add(generation)
         return sorted(out)
 
-    def delete(self, folders: Sequence[Path]) -> None:
+    def delete(self, folders: Sequence[str]) -> None:
         """Delete kept folders, never while a pinned reader may be reading them."""
         with self.moving():
             for d in folders:
-                shutil.rmtree(d, ignore_errors=True)
-                parent = d.parent
-                if parent.parent.name == "gen" and parent.is_dir() and not any(p.is_dir() for p in parent.iterdir()):
-                    shutil.rmtree(parent, ignore_errors=True)  # a generation with no folder left
+                self.files.delete_tree(d)
+                parent = posixpath.dirname(d)
+                in_gen = posixpath.basename(posixpath.dirname(parent)) == "gen" and self.files.is_dir(parent)
+                if in_gen and not any(is_dir for _, is_dir in self.files.children(parent)):
+                    self.files.delete_tree(parent)  # a generation with no folder left
 
 
 def now_ms() -> int:

@@ -16,7 +16,7 @@ The backfill column must be the first partition column (its folders hold the oth
 from __future__ import annotations
 
 import json
-import shutil
+import posixpath
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -36,7 +36,16 @@ from shadow_backfill.formats.base import (
     TableIdentity,
     empty_frame,
 )
-from shadow_backfill.formats.folder_log import Folder, FolderLog, UnreadableFolders, Version, folder_text, now_ms
+from shadow_backfill.formats.folder_log import (
+    LOCAL_FILES,
+    FileStore,
+    Folder,
+    FolderLog,
+    UnreadableFolders,
+    Version,
+    folder_text,
+    now_ms,
+)
 from shadow_backfill.formats.locations import normalize_location
 from shadow_backfill.formats.parquet_metastore import MetastorePlacement, create_table, quoted_name, table_location
 from shadow_backfill.partitions import PartitionScheme
@@ -93,11 +102,17 @@ class ParquetFormat(TableFormat):
             raise ConfigError(f"Parquet table {table!r}: {OBJECT_STORE_REFUSAL}")
         return table if table.startswith("/") else str(self.base_dir / table)
 
+    def _files(self, path: str) -> FileStore:
+        """The store a table's folders and log lie in: a local or mounted file system (`path`
+        refuses the others)."""
+        return LOCAL_FILES
+
     def _log(self, table: str) -> FolderLog:
         path = self.path(table)
         if path not in self._logs:
             placement = MetastorePlacement(self.spark, table) if self.is_name(table) else None
-            self._logs[path] = FolderLog(path, self.scheme.column, self.scheme.key_from_column_text, placement)
+            key_of = self.scheme.key_from_column_text
+            self._logs[path] = FolderLog(path, self.scheme.column, key_of, placement, self._files(path))
         return self._logs[path]
 
     def refresh(self, table: str) -> None:
@@ -125,7 +140,7 @@ class ParquetFormat(TableFormat):
             raise LookupError(f"Parquet table {table!r} has no partition folders {self.scheme.column}=...")
         else:
             schema = self.spark.read.parquet(self.path(table)).schema
-            nested = _nested_names(self.path(table))
+            nested = _nested_names(self._files(self.path(table)), self.path(table))
             columns = [c for c in schema.fieldNames() if any(n.startswith(f"{c}=") for n in nested)]
         self._check_columns(table, columns)
         return Version(
@@ -168,12 +183,15 @@ class ParquetFormat(TableFormat):
             schema = self.spark.table(table).schema
         elif (latest := self._log(table).latest()) is not None:
             schema = StructType.fromJson(json.loads(latest.schema))
-        elif any(Path(self.path(table)).glob(f"{column}=*")):
+        elif self._has_folders_of(self.path(table), column):
             schema = self.spark.read.parquet(self.path(table)).schema
         else:
             return None
         types = {f.name: f.dataType.simpleString() for f in schema.fields}
         return PartitionFacts(types[column]) if column in types else None
+
+    def _has_folders_of(self, path: str, column: str) -> bool:
+        return any(name.startswith(f"{column}=") for name, _ in self._files(path).children(path))
 
     def partition_columns(self, table: str) -> list[str]:
         return list(self._latest(table).partition_columns)
@@ -242,19 +260,19 @@ class ParquetFormat(TableFormat):
         log = self._log(table)
         at = current if version is None else self._at(table, version)
         schema = StructType.fromJson(json.loads(at.schema))
-        bases: dict[Path, list[str]] = {}
+        bases: dict[str, list[str]] = {}
         for name, folder in sorted(at.folders.items()):
             if keys is None or folder.key in keys:
                 path = log.where(name, folder, current)
-                if not path.exists():
+                if not log.files.exists(path):
                     raise VersionExpired(f"version {version} of {table} is gone: gc deleted {path}")
-                bases.setdefault(path.parent, []).append(name)
+                bases.setdefault(posixpath.dirname(path), []).append(name)
         if not bases:
             return empty_frame(self.spark, schema)
         column = at.partition_columns[0]
         frames = []
         for base, names in bases.items():
-            frame = self.spark.read.schema(schema).parquet(str(base))
+            frame = self.spark.read.schema(schema).parquet(base)
             frame = frame.filter(F.col(column).cast("string").isin([folder_text(n) for n in names]))
             frames.append(frame.select(*schema.fieldNames()))
         return reduce(lambda a, b: a.unionByName(b), frames)
@@ -289,7 +307,7 @@ class ParquetFormat(TableFormat):
         )
         with log.locked():
             if log.has_log():
-                shutil.rmtree(log.gen_dir(gid), ignore_errors=True)
+                log.files.delete_tree(log.gen_dir(gid))
                 raise RefusedError(f"Parquet table {table!r} exists already")
             log.commit(first)
 
@@ -300,7 +318,7 @@ class ParquetFormat(TableFormat):
         gid = uuid.uuid4().hex
         target = log.gen_dir(gid)
         if df is not None:
-            df.select(*schema.fieldNames()).write.partitionBy(*partition_columns).mode("error").parquet(str(target))
+            df.select(*schema.fieldNames()).write.partitionBy(*partition_columns).mode("error").parquet(target)
         return gid, log.staged(gid)
 
     def drop(self, table: str) -> None:
@@ -308,7 +326,7 @@ class ParquetFormat(TableFormat):
         if self.is_name(table):
             self.spark.sql(f"DROP TABLE IF EXISTS {quoted_name(table)}")
             self._locations.pop(table, None)
-        shutil.rmtree(path, ignore_errors=True)
+        self._files(path).delete_tree(path)
         self._logs.pop(path, None)
 
     def append(self, table: str, df: DataFrame) -> None:
@@ -379,7 +397,7 @@ class ParquetFormat(TableFormat):
             if bound is not None and self._touched_since(log, bound.version, keys):
                 self._discard(log, gid)
                 raise ParquetConflict(f"partitions of {table} changed after version {bound.version}")
-            gone = [str(p) for n, f in staged.items() if not (p := log.where(n, f, latest)).exists()]
+            gone = [p for n, f in staged.items() if not log.files.exists(p := log.where(n, f, latest))]
             if gone:
                 raise VersionExpired(
                     f"the folders to restore are gone (gc deleted them): {gone[:3]}; nothing was written"
@@ -389,7 +407,7 @@ class ParquetFormat(TableFormat):
     @staticmethod
     def _discard(log: FolderLog, gid: str | None) -> None:
         if gid is not None:
-            shutil.rmtree(log.gen_dir(gid), ignore_errors=True)
+            log.files.delete_tree(log.gen_dir(gid))
 
     @staticmethod
     def _touched_since(log: FolderLog, since: int | None, keys: Sequence[str]) -> bool:
@@ -413,7 +431,7 @@ class ParquetFormat(TableFormat):
             expired = log.expired(older_than_ms, now_ms)
             if not dry_run:
                 log.delete(expired)
-        return [str(p) for p in expired]
+        return expired
 
 
 def _synced(log: FolderLog, build_first: Callable[[dict[str, Folder]], Version] | None = None) -> Version | None:
@@ -425,15 +443,13 @@ def _synced(log: FolderLog, build_first: Callable[[dict[str, Folder]], Version] 
         raise ConfigError(str(exc)) from None
 
 
-def _nested_names(root: str) -> set[str]:
+def _nested_names(files: FileStore, root: str) -> set[str]:
     """Folder names `col=value` at every depth of the first partition path (the layout's columns)."""
     names: set[str] = set()
-    level = Path(root)
+    level = root
     while True:
-        subs = [
-            p for p in sorted(level.iterdir()) if p.is_dir() and "=" in p.name and not p.name.startswith(("_", "."))
-        ]
+        subs = [n for n, is_dir in files.children(level) if is_dir and "=" in n and not n.startswith(("_", "."))]
         if not subs:
             return names
-        names.add(subs[0].name)
-        level = subs[0]
+        names.add(subs[0])
+        level = posixpath.join(level, subs[0])

@@ -13,7 +13,7 @@ Partition values reach SQL only as typed literals rendered from parsed values.
 from __future__ import annotations
 
 import datetime as dt
-import os
+import posixpath
 import uuid
 from pathlib import Path
 
@@ -29,12 +29,19 @@ def quoted_name(name: str) -> str:
     return ".".join(quote_identifier(part) for part in name.split("."))
 
 
+def _local_or_uri(location: str) -> str:
+    """A catalog's location as the folder log spells paths: a local one without `file:` and
+    normalized (as the log has always recorded it), a URI as it is."""
+    if location.startswith("file:/"):
+        location = location.removeprefix("file:")
+    return str(Path(location)) if location.startswith("/") else location
+
+
 def table_location(spark: SparkSession, name: str) -> str:
     rows = spark.sql(f"DESCRIBE TABLE EXTENDED {quoted_name(name)}").collect()
     for r in rows:
         if r["col_name"] == "Location":
-            location = str(r["data_type"])
-            return location.removeprefix("file:") if location.startswith("file:/") else location
+            return _local_or_uri(str(r["data_type"]))
     raise ConfigError(f"Parquet table {name!r} has no location in the catalog")
 
 
@@ -84,60 +91,62 @@ class MetastorePlacement:
     def _partitions(self) -> list[str]:
         return [str(r[0]) for r in self.spark.sql(f"SHOW PARTITIONS {quoted_name(self.name)}").collect()]
 
-    def _location(self, partition: str) -> Path:
+    def _location(self, partition: str) -> str:
         rows = self.spark.sql(f"DESCRIBE TABLE EXTENDED {quoted_name(self.name)} {self.spec(partition)}").collect()
         for r in rows:
             if r["col_name"] == "Location":
-                return Path(str(r["data_type"]).removeprefix("file:"))
+                return _local_or_uri(str(r["data_type"]))
         raise ConfigError(f"partition {partition} of {self.name} has no location")
 
-    def _leaves(self, folder: Path) -> list[str]:
+    def _leaves(self, log: FolderLog, folder: str) -> list[str]:
         """Partition paths below a folder, relative to it ("" for a one-column table)."""
         _, columns = self._schema()
         level = [""]
         for column in columns[1:]:
             level = [
-                f"{rel}/{d.name}".lstrip("/")
+                f"{rel}/{name}".lstrip("/")
                 for rel in level
-                for d in sorted((folder / rel).iterdir())
-                if d.is_dir() and d.name.startswith(f"{column}=")
+                for name, is_dir in log.files.children(posixpath.join(folder, rel))
+                if is_dir and name.startswith(f"{column}=")
             ]
         return level
 
-    def current(self, log: FolderLog, latest: Version | None) -> dict[str, Path]:
-        out: dict[str, Path] = {}
+    def current(self, log: FolderLog, latest: Version | None) -> dict[str, str]:
+        out: dict[str, str] = {}
         for partition in self._partitions():
             name, _, rest = partition.partition("/")
             if name in out:
                 continue
             known = latest.folders.get(name) if latest is not None else None
             if known is not None and known.location is not None:
-                out[name] = Path(known.location)
+                out[name] = known.location
                 continue
-            leaf = self._location(partition)
-            out[name] = leaf.parents[rest.count("/")] if rest else leaf
+            folder = self._location(partition)
+            for _ in range(rest.count("/") + 1 if rest else 0):  # from the leaf up to the first column's folder
+                folder = posixpath.dirname(folder)
+            out[name] = folder
         return out
 
     def switch(self, log: FolderLog, name: str, old: Folder | None, new: Folder | None, version: int) -> None:
         table = quoted_name(self.name)
         kept: set[str] = set()
         if new is not None and new.location is not None:
-            for leaf in self._leaves(Path(new.location)):
+            for leaf in self._leaves(log, new.location):
                 path = f"{name}/{leaf}".rstrip("/")
-                where = sql_literal(os.path.join(new.location, leaf).rstrip("/"))
+                where = sql_literal(posixpath.join(new.location, leaf).rstrip("/"))
                 self.spark.sql(f"ALTER TABLE {table} ADD IF NOT EXISTS {self.spec(path)} LOCATION {where}")
                 self.spark.sql(f"ALTER TABLE {table} {self.spec(path)} SET LOCATION {where}")
                 kept.add(path)
-        if old is None or old.location is None or not Path(old.location).exists():
+        if old is None or old.location is None or not log.files.exists(old.location):
             return
         existing = set(self._partitions())
-        for leaf in self._leaves(Path(old.location)):
+        for leaf in self._leaves(log, old.location):
             path = f"{name}/{leaf}".rstrip("/")
             if path in kept or path not in existing:
                 continue
-            empty = log.meta / "empty" / uuid.uuid4().hex
-            empty.mkdir(parents=True)
-            self.spark.sql(f"ALTER TABLE {table} {self.spec(path)} SET LOCATION {sql_literal(str(empty))}")
+            empty = posixpath.join(log.meta, "empty", uuid.uuid4().hex)
+            log.files.make_dirs(empty)
+            self.spark.sql(f"ALTER TABLE {table} {self.spec(path)} SET LOCATION {sql_literal(empty)}")
             self.spark.sql(f"ALTER TABLE {table} DROP IF EXISTS {self.spec(path)}")
 
     def settled(self) -> None:

@@ -72,14 +72,14 @@ def _table(root: Path) -> tuple[FolderLog, Version]:
     )
     with log.locked():
         log._write_exclusive(v0)
-        (log.log_dir / f"{0:020d}.applied").touch()
-    staged = {f"ds={k}": _write(log.gen_dir("new") / f"ds={k}", "new") for k in SWITCHED}
+        (Path(log.log_dir) / f"{0:020d}.applied").touch()
+    staged = {f"ds={k}": _write(Path(log.gen_dir("new")) / f"ds={k}", "new") for k in SWITCHED}
     staged = {n: Folder(f.key, "new", f.fingerprint, 3) for n, f in staged.items()}
     return log, log.next_version(v0, "OVERWRITE", {}, SWITCHED + CLEARED, staged)
 
 
 def _checks(log: FolderLog, journaled: bool) -> dict[str, bool]:
-    root = log.root
+    root = Path(log.root)
     latest = log.sync()
     assert latest is not None
     want_new = journaled
@@ -89,7 +89,7 @@ def _checks(log: FolderLog, journaled: bool) -> dict[str, bool]:
         if want_new
         else {f"ds={k}": {"old"} for k in OLD}
     )
-    kept = {p.name: _markers(p) for p in log.gen_dir("old").glob("ds=*")}
+    kept = {p.name: _markers(p) for p in Path(log.gen_dir("old")).glob("ds=*")}
     return {
         "log's newest version is the journaled one": latest.version == (1 if journaled else 0),
         "every partition all-old or all-new, as the log says": live == expect,
@@ -122,7 +122,7 @@ def test_killed_switch_ends_all_old_or_all_new(tmp_path: Path) -> None:
         if how == "killed":
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-        journaled = (log.log_dir / f"{1:020d}.json").exists()
+        journaled = (Path(log.log_dir) / f"{1:020d}.json").exists()
         mid = journaled and not log.applied(1)
         fresh = FolderLog(str(root), "ds", lambda text: text)
         results = _checks(fresh, journaled)
