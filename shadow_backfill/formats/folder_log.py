@@ -133,18 +133,22 @@ class FileStore(Protocol):
 
 
 class LocalFiles:
-    """A local or mounted file system (POSIX)."""
+    """A local or mounted file system: the store whose `link`, `rename` and `flock` give the log
+    its exclusive create, the path switch and its locks. Errors other than a missing file are
+    raised, as `pathlib` raises them: a folder that cannot be read must never pass for one that
+    is gone (a switch would take it as moved into place)."""
 
     def exists(self, path: str) -> bool:
-        return os.path.exists(path)
+        return Path(path).exists()
 
     def is_dir(self, path: str) -> bool:
-        return os.path.isdir(path)
+        return Path(path).is_dir()
 
     def children(self, path: str) -> list[tuple[str, bool]]:
-        if not os.path.isdir(path):
+        base = Path(path)
+        if not base.is_dir():
             return []
-        return sorted((entry.name, entry.is_dir()) for entry in os.scandir(path))
+        return sorted((child.name, child.is_dir()) for child in base.iterdir())
 
     def files(self, path: str) -> list[tuple[str, int, int]]:
         out = []
@@ -296,7 +300,7 @@ class FolderLog:
     ) -> None:
         self.placement: Placement = placement or RenamePlacement()
         self.files = files
-        self.root = str(root)
+        self.root = root if "://" in root else str(Path(root))  # spelled as `Path` always spelled it
         self.meta = posixpath.join(self.root, META)
         self.log_dir = posixpath.join(self.meta, "log")
         self.column = column
@@ -569,7 +573,7 @@ class FolderLog:
             generation = posixpath.join(gen, name)
             if name not in known and self.files.modified_ms(generation) < grace:
                 out.add(generation)
-        return sorted(out)
+        return sorted(out, key=lambda path: path.split("/"))  # as `Path`s sort: by their parts
 
     def delete(self, folders: Sequence[str]) -> None:
         """Delete kept folders, never while a pinned reader may be reading them."""

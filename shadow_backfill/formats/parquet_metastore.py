@@ -103,12 +103,15 @@ class MetastorePlacement:
         _, columns = self._schema()
         level = [""]
         for column in columns[1:]:
-            level = [
-                f"{rel}/{name}".lstrip("/")
-                for rel in level
-                for name, is_dir in log.files.children(posixpath.join(folder, rel))
-                if is_dir and name.startswith(f"{column}=")
-            ]
+            below = []
+            for rel in level:
+                base = posixpath.join(folder, rel)
+                if not log.files.is_dir(base):
+                    raise FileNotFoundError(f"partition folder {base} is missing")  # never taken as empty
+                below += [
+                    f"{rel}/{n}".lstrip("/") for n, d in log.files.children(base) if d and n.startswith(f"{column}=")
+                ]
+            level = below
         return level
 
     def current(self, log: FolderLog, latest: Version | None) -> dict[str, str]:
