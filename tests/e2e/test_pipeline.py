@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -352,11 +353,18 @@ def test_a_stopped_pipeline_promotes_only_what_every_layer_finished(make: MakeBa
     live_before = {key: sorted(layers[key].read_live().collect()) for key in pipeline.order}
     box = TimeBox(None, Ticks(0))
     written = Counter[str]()
+    stopped = threading.Event()
+    second_chunk = set(days[len(days) // 2 :])  # the pipeline's second chunk (max_parallel 2)
 
     def progress(keys: Sequence[str], outcome: str) -> None:
         written.update(keys if outcome == "written" else [])
         if any(n == 3 for n in written.values()):  # a day written in all three layers
             box.stop("SIGTERM")
+            stopped.set()
+        elif any(written[k] == 2 for k in second_chunk.intersection(keys)):
+            # staging's second chunk waits for the stop: otherwise features' second chunk may
+            # start (and finish) beside the first one, and the stop would leave nothing unstarted
+            stopped.wait(timeout=300)
 
     result = pipeline.backfill(START, END, timebox=box, promote_partial=True, on_progress=progress)
     run = result.run
