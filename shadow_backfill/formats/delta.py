@@ -39,6 +39,7 @@ from shadow_backfill.formats.base import (
     user_jars,
 )
 from shadow_backfill.formats.locations import normalize_location
+from shadow_backfill.formats.races import is_delta_commit_race
 from shadow_backfill.formats.runtimes import spark_line
 from shadow_backfill.formats.settings import SessionSettings
 from shadow_backfill.partitions import PartitionScheme
@@ -260,9 +261,7 @@ class DeltaFormat(TableFormat):
         return sorted(keys)
 
     def is_commit_conflict(self, exc: BaseException) -> bool:
-        # delta-spark: Concurrent*Exception; delta-rs based engines (Sail): "Failed to commit transaction"
-        text = f"{type(exc).__name__}: {exc}"
-        return ("Concurrent" in text and "Exception" in text) or "Failed to commit transaction" in text
+        return is_delta_commit_race(exc)
 
     def is_validation_conflict(self, exc: BaseException) -> bool:
         """delta-spark refuses a commit when another one landed in its partitions after its

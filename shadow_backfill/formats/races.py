@@ -1,4 +1,5 @@
-"""Reading an Iceberg table's metadata while another thread of this process commits to it.
+"""Reads and writes that lost a race with another commit of this process, told apart from
+real failures so they are tried again.
 
 Iceberg 1.11 on Spark 4.1 checks that the snapshot a scan plans against is the snapshot the
 table resolved to, and fails the query ("Failed to enforce scan consistency") when a commit lands
@@ -28,3 +29,19 @@ def read_again_on_commit_race(read: Callable[[], T], attempts: int = ATTEMPTS) -
             if SCAN_RACE not in str(exc) or attempt == attempts:
                 raise
     raise AssertionError("unreachable")  # the loop returns or raises
+
+
+DELTA_COMMIT_RACES = (
+    "Failed to commit transaction",  # delta-rs (Sail): another writer took the version
+    # delta-rs (Sail) listed the log while a commit of this process wrote its checkpoint: seen
+    # once in CI ("Missing commit file: expected version 0, found 8") on a resumed recompute,
+    # whose log was whole afterwards (versions 0-10, checkpoint at 10)
+    "Missing commit file",
+)
+
+
+def is_delta_commit_race(exc: BaseException) -> bool:
+    """A Delta write that lost to another commit, so nothing of it landed and planning it
+    again is safe: delta-spark's Concurrent*Exception, or delta-rs's messages above."""
+    text = f"{type(exc).__name__}: {exc}"
+    return ("Concurrent" in text and "Exception" in text) or any(race in text for race in DELTA_COMMIT_RACES)
