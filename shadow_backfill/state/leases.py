@@ -89,3 +89,12 @@ class Leases(Db):
             if resources is not None:
                 q = q.where(locks.c.resource.in_(list(resources)))
             c.execute(q)
+
+    def holders(self, name: str, exact: bool = False) -> dict[str, str]:
+        """Live leases on `name` (exact) or on resources starting with it: {resource: owner}.
+        Expired leases and those of holders known to be dead are not counted."""
+        now = utcnow()
+        match = locks.c.resource == name if exact else locks.c.resource.startswith(name, autoescape=True)
+        with self._begin() as c:
+            rows = c.execute(select(locks.c.resource, locks.c.owner).where(match, locks.c.expires_at >= now)).all()
+        return {r.resource: r.owner for r in rows if not _holder_is_dead(r.owner)}
