@@ -32,6 +32,7 @@ from shadow_backfill.rollback import Rollback
 from shadow_backfill.run_plan import RunPlan, plan_run
 from shadow_backfill.session import ensure_warehouse, open_session
 from shadow_backfill.state import PartitionRecord, PromotionRecord, StateStore, VerdictRecord, reading
+from shadow_backfill.state.locks import locks_of
 from shadow_backfill.timebox import TimeBox
 from shadow_backfill.transform import Inputs, Transform, load_transform
 from shadow_backfill.validate.validator import ValidationResult, Validator
@@ -86,6 +87,7 @@ class Backfill:
         self.scheme = PartitionScheme.from_spec(config.partition)
         self._spark = spark
         self._inputs = inputs
+        self._reading_store: StateStore | None = None  # set while a dry run reads the store
 
     @classmethod
     def from_config(cls, path: str | Path, spark: SparkSession | None = None) -> Backfill:
@@ -115,13 +117,19 @@ class Backfill:
         """The format, once live and shadow are known to be plain tables (or not to exist yet):
         every command that reads or writes a table comes through here first, so a view or a
         metadata table is a usage error naming it, not an engine error half-way."""
-        fmt = format_for(self.config.format, self.spark, self.scheme, self.config.base_dir)
+        fmt = self._format(self.scheme)
         fmt.check_plain_table(self.live_table, "live table")
         fmt.check_plain_table(self.shadow_table, "shadow table")
         resolved = self._scheme_read_from_live(fmt)
         if resolved != self.scheme:
             self.scheme = resolved
-            fmt = format_for(self.config.format, self.spark, resolved, self.config.base_dir)
+            fmt = self._format(resolved)
+        return fmt
+
+    def _format(self, scheme: PartitionScheme) -> TableFormat:
+        """The config's format, taking the locks its storage may lack from the state store."""
+        fmt = format_for(self.config.format, self.spark, scheme, self.config.base_dir)
+        fmt.use_locks(lambda: locks_of(self._reading_store or self.store))
         return fmt
 
     def _scheme_read_from_live(self, fmt: TableFormat) -> PartitionScheme:
@@ -236,8 +244,18 @@ class Backfill:
             allow_code_change=allow_code_change,
         )
         self._require_live()
-        store = reading(self.config.state_url)
-        return plan_run(self.recompute(store), options, window)
+        store = self._reading_store or reading(self.config.state_url)
+        previous, self._reading_store = self._reading_store, store  # the format's locks read it too
+        try:
+            return plan_run(self.recompute(store), options, window)
+        finally:
+            self._reading_store = previous
+
+    def for_dry_run(self) -> Backfill:
+        """This object as a dry run uses it from the start (the window it reads from live too):
+        the state store is read as it is, never created, and the format's locks come from it."""
+        self._reading_store = reading(self.config.state_url)
+        return self
 
     def plan(
         self,

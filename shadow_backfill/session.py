@@ -151,11 +151,12 @@ def object_store_conf(config: BackfillConfig, conf: Mapping[str, str]) -> dict[s
     fits PySpark's Hadoop. Only on local masters, where that Hadoop is pip PySpark's: a cluster
     (YARN, Kubernetes, standalone) may run another Hadoop, whose connector the user lists. Nothing
     is added where the jars come from `spark.jars_dir` (offline: the folder holds the connector
-    too) or the session is not fetching runtimes."""
+    too, and the format's settings list it as `spark.jars`). A format that fetches no runtime
+    (Parquet) gets the connector alone."""
     local = config.spark.master.startswith("local")
-    if not local or not uses_s3a(config) or "spark.jars.packages" not in conf:
+    if not local or not uses_s3a(config) or "spark.jars" in conf:
         return {}
-    return {"spark.jars.packages": f"{conf['spark.jars.packages']},{spark_line().hadoop_aws}"}
+    return {"spark.jars.packages": ",".join(p for p in (conf.get("spark.jars.packages"), spark_line().hadoop_aws) if p)}
 
 
 def check_master(master: str) -> None:

@@ -106,7 +106,7 @@ def run(
     """Recompute partitions into the shadow table (resumable: written partitions are skipped)."""
     check_selection(start, end, partitions, last, lag, as_json=as_json, dry_run=dry_run)
     check_limits(until, max_duration)
-    bf = open_backfill(config)
+    bf = open_backfill(config).for_dry_run() if dry_run else open_backfill(config)
     box = bf.timebox(until, max_duration)
     chosen = select(bf, start, end, partitions, last, lag)
     if dry_run:
@@ -300,7 +300,7 @@ def backfill(
     """The main job: recompute -> validate -> promote what passed -> report."""
     check_selection(start, end, partitions, last, lag, as_json=as_json, dry_run=dry_run)
     check_limits(until, max_duration)
-    bf = open_backfill(config)
+    bf = open_backfill(config).for_dry_run() if dry_run else open_backfill(config)
     box = bf.timebox(until, max_duration)
     chosen = select(bf, start, end, partitions, last, lag)
     if dry_run:

@@ -153,7 +153,7 @@ def run(
     """Recompute every layer, upstream first, each reading its upstream layers' shadows."""
     check_selection(start, end, partitions, last, lag, as_json=as_json, dry_run=dry_run)
     check_limits(until, max_duration)
-    p = open_pipeline(pipeline)
+    p = open_pipeline(pipeline).for_dry_run() if dry_run else open_pipeline(pipeline)
     box = p.timebox(until, max_duration)
     keys = select(p, start, end, partitions, last, lag)
     if dry_run:
@@ -289,7 +289,7 @@ def backfill(
     """The main job over every layer: recompute -> validate -> promote the set -> report."""
     check_selection(start, end, partitions, last, lag, as_json=as_json, dry_run=dry_run)
     check_limits(until, max_duration)
-    p = open_pipeline(pipeline)
+    p = open_pipeline(pipeline).for_dry_run() if dry_run else open_pipeline(pipeline)
     box = p.timebox(until, max_duration)
     keys = select(p, start, end, partitions, last, lag)
     if dry_run:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import glob
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -107,6 +107,14 @@ class LiveChangedError(RefusedError):
         self.written = written
 
 
+class LockService(Protocol):
+    """Named locks across processes (and machines, with a shared state store), let go when
+    their holder dies: what a format needs where its storage has no lock of its own (Parquet's
+    folder log on an object store). The state store's leases give it (`state.locks`)."""
+
+    def hold(self, name: str, exclusive: bool = True) -> AbstractContextManager[None]: ...
+
+
 class TableFormat(ABC):
     """Reads and writes partitions of tables of one format on any Spark session (classic or Connect)."""
 
@@ -128,6 +136,12 @@ class TableFormat(ABC):
         self.spark = spark
         self.scheme = scheme
         self.base_dir = base_dir
+        self._lock_service: Callable[[], LockService] | None = None
+
+    def use_locks(self, service: Callable[[], LockService]) -> None:
+        """Where this format gets cross-process locks its storage lacks; called once it is made.
+        A callable, so that the state store is opened only by a format that takes a lock."""
+        self._lock_service = service
 
     # ---- introspection ------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from shadow_backfill.formats.base import (
     TableFormat,
     TableIdentity,
     empty_frame,
+    user_jars,
 )
 from shadow_backfill.formats.folder_log import (
     LOCAL_FILES,
@@ -47,15 +48,22 @@ from shadow_backfill.formats.folder_log import (
     now_ms,
 )
 from shadow_backfill.formats.locations import normalize_location
+from shadow_backfill.formats.object_files import S3Files, on_s3, s3_client
 from shadow_backfill.formats.parquet_metastore import MetastorePlacement, create_table, quoted_name, table_location
+from shadow_backfill.formats.settings import SessionSettings
 from shadow_backfill.partitions import PartitionScheme
 
-# Why Parquet stays on local or mounted file systems: its version log and switch rely on POSIX
-# rename, hard links and `flock`, which an object store has not (a rename there is a copy and a
-# delete per object, and readers see it half done). Iceberg and Delta commit atomically there.
+# Why Parquet by path stays on local or mounted file systems: its switch renames folders into
+# place, and on an object store a rename is a copy and a delete per object, which readers see
+# half done. A table by name is switched by partition locations instead (no data moves), so it
+# can live on S3, its log there too (`object_files.py`). Iceberg and Delta commit atomically.
 OBJECT_STORE_REFUSAL = (
-    "Parquet tables on object storage are not supported (their switch needs a file system's atomic "
-    "rename and locks); keep the table on a local or mounted file system, or use Iceberg or Delta"
+    "Parquet tables by path on object storage are not supported (their switch renames folders, a copy "
+    "and a delete per object there); name the table in your metastore (db.table), keep it on a local or "
+    "mounted file system, or use Iceberg or Delta"
+)
+NOT_S3_REFUSAL = (
+    "Parquet tables by name on object storage are supported on S3 (s3a://) only; use Iceberg or Delta there"
 )
 
 
@@ -78,6 +86,14 @@ class ParquetFormat(TableFormat):
         # table folder -> the versions pinned for reads, innermost last (promotions of one
         # Backfill object in several threads each pin the shadow: shared locks, one stack)
         self._pins: dict[str, list[Version]] = {}
+        self._s3: S3Files | None = None
+
+    @classmethod
+    def session_conf(cls, settings: SessionSettings) -> dict[str, str]:
+        """No runtime to fetch; a folder of jars the user brings (`spark.jars_dir`: the S3
+        connector, a metastore's driver) is loaded as for the other formats."""
+        jars = user_jars(settings)
+        return {} if jars is None else {"spark.jars": jars}
 
     @staticmethod
     def is_name(table: str) -> bool:
@@ -93,8 +109,8 @@ class ParquetFormat(TableFormat):
                     raise LookupError(f"Parquet table {table!r} does not exist in the Spark catalog")
                 self._locations[table] = table_location(self.spark, table)
             location = self._locations[table]
-            if "://" in location:
-                raise ConfigError(f"Parquet table {table!r} lies at {location}: {OBJECT_STORE_REFUSAL}")
+            if "://" in location and not on_s3(location):
+                raise ConfigError(f"Parquet table {table!r} lies at {location}: {NOT_S3_REFUSAL}")
             return location
         if table.startswith("file:"):
             table = table.removeprefix("file:").replace("///", "/", 1)
@@ -103,9 +119,18 @@ class ParquetFormat(TableFormat):
         return table if table.startswith("/") else str(self.base_dir / table)
 
     def _files(self, path: str) -> FileStore:
-        """The store a table's folders and log lie in: a local or mounted file system (`path`
-        refuses the others)."""
-        return LOCAL_FILES
+        """The store a table's folders and log lie in: a local or mounted file system, or S3 for
+        a table by name (`path` refuses the others)."""
+        if not on_s3(path):
+            return LOCAL_FILES
+        if self._s3 is None:
+            self._s3 = S3Files(s3_client(self._s3a_setting), self._lock_service)
+        return self._s3
+
+    def _s3a_setting(self, key: str) -> str | None:
+        """Hadoop's `fs.s3a.<key>` as the session holds it: the user's one set of credentials."""
+        value = self.spark.conf.get(f"spark.hadoop.fs.s3a.{key}", None)
+        return None if value is None else str(value)
 
     def _log(self, table: str) -> FolderLog:
         path = self.path(table)

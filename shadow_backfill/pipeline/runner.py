@@ -116,6 +116,12 @@ class Pipeline:
     def store(self) -> StateStore:
         return self.layers[self.order[0]].store
 
+    def for_dry_run(self) -> Pipeline:
+        """Every layer as a dry run uses it (`Backfill.for_dry_run`): no state store created."""
+        for bf in self.layers.values():
+            bf.for_dry_run()
+        return self
+
     @property
     def scheme(self) -> PartitionScheme:
         """The first layer's partition scheme (every layer's granularity is the same)."""

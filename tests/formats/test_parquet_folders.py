@@ -152,17 +152,17 @@ def test_a_metastore_switch_cut_short_is_finished_by_the_next_command(
 def test_parquet_on_an_object_store_is_refused_in_one_line(
     live: str, tmp_path: Path, warehouse: Path, spark: Any
 ) -> None:
-    """A rename on an object store is a copy and a delete per object, and there are no locks:
-    the folder log cannot keep its promises there. The refusal names the table and the way out,
-    before anything is written (the state store keeps no run)."""
+    """A rename on an object store is a copy and a delete per object, which readers see half
+    done: a table by path, switched by renames, cannot keep its promises there. The refusal
+    names the table and the ways out, before anything is written (the state store keeps no run)."""
     make = factory("parquet", tmp_path, warehouse, spark)
     bf = make(seed_live=False, live_table=live)
     cfg = str(bf.config_path)  # type: ignore[attr-defined]
     result = CliRunner().invoke(app, ["run", cfg, "--start", START, "--end", START])
     assert result.exit_code == 2, result.output
     assert result.stderr.splitlines() == [
-        f"error: Parquet table {live!r}: Parquet tables on object storage are not supported (their switch needs "
-        "a file system's atomic rename and locks); keep the table on a local or mounted file system, "
-        "or use Iceberg or Delta"
+        f"error: Parquet table {live!r}: Parquet tables by path on object storage are not supported (their "
+        "switch renames folders, a copy and a delete per object there); name the table in your metastore "
+        "(db.table), keep it on a local or mounted file system, or use Iceberg or Delta"
     ]
     assert bf.status_rows() == []

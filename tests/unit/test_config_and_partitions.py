@@ -437,6 +437,16 @@ def test_s3a_brings_the_connector_of_this_spark_line(tmp_path: Path, overrides: 
     assert object_store_conf(config, {"spark.jars": "/opt/jars/a.jar"}) == {}, "offline: the folder holds it"
 
 
+def test_a_format_without_a_runtime_gets_the_connector_alone(tmp_path: Path) -> None:
+    """Parquet fetches no runtime (its settings are empty, or `spark.jars` from a folder): a table
+    by name on S3 gets the connector alone, and nothing when the folder's jars hold it."""
+    s3 = {"spark.hadoop.fs.s3a.endpoint": "http://127.0.0.1:9000"}
+    data = {**GOOD, "live_table": "db.events", "format": "parquet", "spark": {"conf": s3}}
+    config = load_config(write(tmp_path, data))
+    assert object_store_conf(config, {}) == {"spark.jars.packages": spark_line().hadoop_aws}
+    assert object_store_conf(config, {"spark.jars": "/opt/jars/hadoop-aws-3.4.2.jar"}) == {}
+
+
 def test_each_line_names_the_hadoop_aws_of_its_pyspark_hadoop() -> None:
     """hadoop-aws must be exactly the Hadoop version the installed PySpark ships (read off its
     jars folder, PySpark not imported): another version fails at the first s3a read."""
