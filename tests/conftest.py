@@ -35,6 +35,7 @@ sys.path.insert(0, str(TESTS))
 
 from support import class_archive  # noqa: E402
 from support.backends import BACKENDS, ENGINE_BACKENDS, Backend  # noqa: E402
+from support.metastore_server import DerbyServer, pyspark_derby  # noqa: E402
 from support.object_store import BUCKET, OBJECT_STORE, SeaweedS3  # noqa: E402
 from support.processes import metastore_conf, remove_killed_scratch  # noqa: E402
 from support.settings import (  # noqa: E402
@@ -42,6 +43,7 @@ from support.settings import (  # noqa: E402
     CONNECT,
     JARS,
     S3_CATALOG,
+    S3_METASTORE,
     STORE,
     TEST_CONF,
     TEST_JVM_OPTIONS,
@@ -124,6 +126,27 @@ def _link_jars(session: Any, folder: Path) -> None:
 REST_FIXTURE = TESTS / "fixtures" / "iceberg_rest"
 
 
+def _test_cache() -> Path:
+    return Path(os.environ.get("SB_TEST_CACHE", Path.home() / ".cache" / "shadow-backfill"))
+
+
+def _maven_jar(coordinate: str) -> Path:
+    """One jar fetched by Maven into the test cache (a JVM's own class path needs a file; Spark's
+    Ivy resolution gives one only once the JVM runs). Maven's repository stays in that cache
+    too (see `_rest_fixture_jars`)."""
+    _, artifact, version = coordinate.split(":")
+    cache = _test_cache()
+    jar = cache / "jars" / f"{artifact}-{version}.jar"
+    if not jar.exists():
+        cmd = ["mvn", "-q", f"-Dmaven.repo.local={cache / 'maven-repository'}", "dependency:copy"]
+        cmd += [f"-Dartifact={coordinate}", f"-DoutputDirectory={jar.parent}"]
+        try:
+            subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=600)
+        except (OSError, subprocess.CalledProcessError) as exc:
+            pytest.fail(f"could not fetch {coordinate} with Maven ({' '.join(cmd)}): {exc}")
+    return jar
+
+
 def _rest_fixture_jars() -> Path:
     """Iceberg's REST catalog test fixtures and their dependencies (pom.xml beside the launcher),
     fetched once by Maven into a cache folder outside the checkout.
@@ -132,7 +155,7 @@ def _rest_fixture_jars() -> Path:
     reads ~/.m2 first, and Maven leaves there the poms of versions it did not pick, without
     their jars; Ivy then takes such a pom for the module and fails on the missing jar (seen on a
     fresh machine: PySpark 4.1 could not start once this fixture had run, slf4j-api 2.0.13)."""
-    cache = Path(os.environ.get("SB_TEST_CACHE", Path.home() / ".cache" / "shadow-backfill"))
+    cache = _test_cache()
     folder = cache / "iceberg-rest-fixture"
     if not (folder / ".complete").exists():
         pom = REST_FIXTURE / "pom.xml"
@@ -180,6 +203,14 @@ def rest_catalog(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
 # The JDBC driver of the `s3` group's Iceberg catalog (the user's own package: it joins the tool's).
 SQLITE_JDBC = "org.xerial:sqlite-jdbc:3.51.1.0"
+
+
+def _shared_metastore(home: Path) -> DerbyServer:
+    """The `s3` group's Hive metastore (`support.metastore_server`), stopped when the group ends."""
+    version, _ = pyspark_derby()
+    server = DerbyServer.start(home, _maven_jar(f"org.apache.derby:derbynet:{version}"))
+    S3_METASTORE.update(server.hive_conf(_maven_jar(f"org.apache.derby:derbyclient:{version}")))
+    return server
 
 
 def _classic_session(kind: str, warehouse: Path, extra: dict[str, str], jars: Path) -> Any:
@@ -235,20 +266,28 @@ def spark(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 
 @pytest.fixture(scope="session")
-def s3_spark(
-    warehouse: Path, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
-) -> Iterator[Any]:
-    """A classic session whose tables live on a real S3-compatible server on loopback
-    (SeaweedFS, `support.object_store`): Delta by `s3a://` path, Iceberg in catalog `lake` with
-    its warehouse on the bucket. The tool adds Hadoop's s3a connector (`hadoop-aws` of this
-    Spark line) because the settings name s3a, as it does for a user."""
-    _no_other_session("s3")
+def object_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedS3]:
+    """The `s3` group's S3-compatible server on loopback (`support.object_store`)."""
     try:
         server = SeaweedS3.start(tmp_path_factory.mktemp("seaweedfs"))
     except RuntimeError as exc:
         pytest.fail(str(exc))
     OBJECT_STORE["server"] = server
-    request.addfinalizer(server.stop)  # also when the session below fails to start
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_spark(
+    warehouse: Path, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[Any]:
+    """A classic session whose tables live on a real S3-compatible server on loopback
+    (SeaweedFS, `support.object_store`): Delta by `s3a://` path, Iceberg in catalog `lake` with
+    its warehouse on the bucket, Parquet by name in a Hive metastore that CLI processes share
+    (`support.metastore_server`). The tool adds Hadoop's s3a connector (`hadoop-aws` of this
+    Spark line) because the settings name s3a, as it does for a user."""
+    _no_other_session("s3")
+    server = request.getfixturevalue("object_store")
     catalog = f"spark.sql.catalog.{S3_CATALOG}"
     STORE.update(server.spark_conf())
     # A JDBC catalog (SQLite) commits by a conditional update of the table's pointer: atomic on
@@ -257,7 +296,12 @@ def s3_spark(
     STORE[f"{catalog}.uri"] = f"jdbc:sqlite:{tmp_path_factory.mktemp('iceberg-catalog') / 'catalog.db'}"
     STORE[f"{catalog}.jdbc.schema-version"] = "V1"  # the current schema (V0 has no views)
     STORE[f"{catalog}.warehouse"] = f"s3a://{BUCKET}/iceberg"
-    extra = {"spark.driver.extraJavaOptions": TEST_JVM_OPTIONS, "spark.jars.packages": SQLITE_JDBC}
+    try:
+        metastore = _shared_metastore(tmp_path_factory.mktemp("metastore"))
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    request.addfinalizer(metastore.stop)
+    extra = {**S3_METASTORE, "spark.driver.extraJavaOptions": TEST_JVM_OPTIONS, "spark.jars.packages": SQLITE_JDBC}
     session = _classic_session("iceberg-s3", warehouse, extra, tmp_path_factory.mktemp("jars"))
     _use_class_archive(tmp_path_factory)
     yield session

@@ -63,6 +63,7 @@ TRIALS = {  # why fewer on classic Spark: see the module docstring
     # one recompute point and the two sides of the promotion's commit (a trial takes about 30 s).
     "iceberg-s3": {"recompute": 1, "promote": 2},
     "delta-s3": {"recompute": 1, "promote": 2},
+    "parquet-metastore-s3": {"recompute": 1, "promote": 2},
 }
 SPARK_LINE_SLICE = {"3.5": 0, "4.0": 1, "4.1": 1}  # which slice of the seeded kill points a line runs
 EXTRA_PROMOTE_TRIALS = 4  # drawn only while no kill has yet landed on one side of the commit

@@ -29,7 +29,8 @@ def test_nightly_last_three_days_two_days_late(
     make: MakeBackfill, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     db = tmp_path / "not-yet" / "state.db"
-    bf = make(validation=QUIET, state={"url": f"sqlite:///{db}"})
+    live = make().live_table  # seeded by another config (on a bucket, its locks made that one's store)
+    bf = make(seed_live=False, live_table=live, validation=QUIET, state={"url": f"sqlite:///{db}"})
     cfg = str(bf.config_path)  # type: ignore[attr-defined]
     monkeypatch.setenv(NOW_VARIABLE, NIGHT)
 

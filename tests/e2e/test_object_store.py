@@ -1,37 +1,32 @@
 """What only the bucket can show, beyond the `store` tests every S3 backend runs: a Parquet table
-by name whose location is on the bucket is refused in one line, before anything is written."""
+by name whose location is on the bucket keeps its version log there, beside its data (so every
+machine that reaches the bucket and the metastore reads the same versions), and takes its locks
+from the state store, leaving none behind once a command ends."""
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support import START, factory
+from support import END, START, factory
+from support.backends import objects
 from support.object_store import BUCKET
-from typer.testing import CliRunner
-
-from shadow_backfill.cli import app
+from support.settings import METASTORE_S3
 
 pytestmark = [pytest.mark.s3, pytest.mark.store]
 
 
-def test_a_parquet_table_by_name_on_the_bucket_is_refused(s3_spark: Any, tmp_path: Path, warehouse: Path) -> None:
-    ns = "p" + uuid.uuid4().hex[:10]
-    location = f"s3a://{BUCKET}/{ns}/events"
-    s3_spark.sql(f"CREATE DATABASE {ns}")
-    s3_spark.sql(
-        f"CREATE TABLE {ns}.events (id BIGINT, ds DATE) USING parquet PARTITIONED BY (ds) LOCATION '{location}'"
-    )
-    bf = factory("parquet-s3", tmp_path, warehouse, s3_spark)(seed_live=False, live_table=f"{ns}.events")
-    cfg = str(bf.config_path)  # type: ignore[attr-defined]
-    result = CliRunner().invoke(app, ["run", cfg, "--start", START, "--end", START])
-    assert result.exit_code == 2, result.output
-    assert result.stderr.splitlines() == [
-        f"error: Parquet table '{ns}.events' lies at {location}: Parquet tables on object storage are not "
-        "supported (their switch needs a file system's atomic rename and locks); keep the table on a local "
-        "or mounted file system, or use Iceberg or Delta"
-    ]
-    assert bf.status_rows() == []
-    assert s3_spark.table(f"{ns}.events").count() == 0, "nothing written"
+def test_a_parquet_table_by_name_keeps_its_log_on_the_bucket(s3_spark: Any, tmp_path: Path, warehouse: Path) -> None:
+    bf = factory(METASTORE_S3, tmp_path, warehouse, s3_spark)()
+    assert bf.run(START, END).ok
+    bf.validate()
+    _, rec = bf.promote()
+    assert rec is not None and len(rec.partitions) == 10
+    for table in (bf.live_table, bf.shadow_table):
+        location = bf.table_format.path(table)  # type: ignore[attr-defined]
+        assert location.startswith(f"s3a://{BUCKET}/hive/"), location
+        log = Path(location.removeprefix("s3a://")) / "_shadow_backfill" / "log"
+        assert objects(log, lambda name: name.endswith(".json")), f"{table}: its versions are objects on the bucket"
+    assert bf.store.holders("s3://") == {}, "every lock the log took was let go"
+    assert bf.table_format.current_version(bf.live_table) == 1  # seeded, then one promotion

@@ -26,10 +26,12 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from support import END, START, Backend, MakeBackfill
+from support.backends import OnBucket, objects
 
 from shadow_backfill import Backfill
 from shadow_backfill.errors import ConfigError
 from shadow_backfill.formats.base import COMMIT_ID_PROPERTY, PARTITIONS_PROPERTY, LiveChangedError
+from shadow_backfill.state.locks import LeaseLocks
 
 # where the table's files lie (a local folder, a bucket) can change every clause of the contract
 pytestmark = pytest.mark.store
@@ -281,9 +283,12 @@ def test_a_read_inside_pinned_works(make: MakeBackfill) -> None:
     _same(fmt.read_partitions(live, [A]), _events(bf, [A], v2=True))
 
 
-def _staged(root: Path, key: str) -> set[Path]:
-    """Generation folders holding written data files for partition `key`."""
-    return {p.parent.parent for p in (root / "_shadow_backfill" / "gen").glob(f"*/ds={key}/*.parquet")}
+def _staged(backend: Backend, bf: Backfill, key: str) -> set[Path]:
+    """Generation folders of live holding written data files for partition `key`, on the disk
+    or on the bucket (read through its own S3 API)."""
+    gen = backend.location(bf, bf.live_table) / "_shadow_backfill" / "gen"
+    found = objects(gen, lambda name: name.endswith(".parquet")) if isinstance(backend, OnBucket) else gen.glob("*/*/*")
+    return {p.parent.parent for p in found if p.parent.name == f"ds={key}" and p.suffix == ".parquet"}
 
 
 def test_parquet_pin_holds_off_another_writers_commit(make: MakeBackfill, backend: Backend) -> None:
@@ -295,8 +300,8 @@ def test_parquet_pin_holds_off_another_writers_commit(make: MakeBackfill, backen
     bf = make()
     fmt, live, keys = bf.table_format, bf.live_table, _all_keys(bf)
     other = type(fmt)(fmt.spark, fmt.scheme, fmt.base_dir)
-    root = Path(fmt.path(live))  # type: ignore[attr-defined]
-    old = _staged(root, A)
+    other.use_locks(lambda: LeaseLocks(bf.store))  # another process of the same team's state store
+    old = _staged(backend, bf, A)
     commits = backend.commits(bf, live)
     done = threading.Event()
     errors: list[BaseException] = []
@@ -314,10 +319,10 @@ def test_parquet_pin_holds_off_another_writers_commit(make: MakeBackfill, backen
         pinned_rows = fmt.read(live)
         thread.start()
         deadline = time.monotonic() + 60
-        while not (_staged(root, A) - old) and not done.is_set() and time.monotonic() < deadline:
+        while not (_staged(backend, bf, A) - old) and not done.is_set() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not done.is_set(), f"the other writer's commit waits for the pin ({errors})"
-        assert _staged(root, A) - old, "the other writer staged its data within 60 s"
+        assert _staged(backend, bf, A) - old, "the other writer staged its data within 60 s"
         assert not done.wait(2.0), "the other writer's commit waits for the pin"
         assert backend.commits(bf, live) == commits, "no version journaled while pinned"
         _same(pinned_rows, _events(bf, keys))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from support.object_store import BUCKET, OBJECT_STORE
-from support.settings import CONNECT, S3_CATALOG
+from support.settings import CONNECT, METASTORE_S3, S3_CATALOG
 
 if TYPE_CHECKING:
     from shadow_backfill import Backfill
@@ -223,6 +224,42 @@ class DeltaS3(OnBucket, DeltaPaths):
         return len(objects(self.location(bf, table) / "_delta_log", lambda name: name.endswith(".json")))
 
 
+class ParquetMetastoreS3(OnBucket, Backend):
+    """Parquet tables by name in the `s3` group's Hive metastore (over PostgreSQL), in databases
+    whose location is on the bucket: the folder log lies on the bucket beside the data."""
+
+    def alias(self, bf: Backfill) -> str:
+        """The same table through the session catalog's own name."""
+        return f"spark_catalog.{bf.live_table}"
+
+    def inside(self, bf: Backfill) -> str:
+        """A table of a database whose location is a folder inside live's."""
+        ns = "n" + uuid.uuid4().hex[:10]
+        where = f"{bf.table_format.path(bf.live_table)}/nested"  # type: ignore[attr-defined]
+        bf.spark.sql(f"CREATE DATABASE {ns} LOCATION '{where}'")
+        return f"{ns}.events"
+
+    def location(self, bf: Backfill, table: str) -> Path:
+        return Path(bf.table_format.path(table).removeprefix("s3a://"))  # type: ignore[attr-defined]
+
+    def data_files(self, bf: Backfill, table: str) -> list[Path]:
+        return objects(self.location(bf, table), lambda name: name.endswith(".parquet"))
+
+    def drop(self, bf: Backfill, table: str) -> None:
+        bf.spark.sql(f"DROP TABLE {table}")
+
+    def commits(self, bf: Backfill, table: str) -> int:
+        log = self.location(bf, table) / "_shadow_backfill" / "log"
+        return len(objects(log, lambda name: name.endswith(".json")))
+
+    def refresh(self, bf: Backfill) -> None:
+        """Another process switched partitions in the metastore: this session's cached listing
+        of them is stale."""
+        for table in (bf.live_table, bf.shadow_table):
+            if bf.spark.catalog.tableExists(table):
+                bf.spark.catalog.refreshTable(table)
+
+
 def store_filesystem() -> Any:
     """The `s3` group's bucket seen through its own S3 API (pyarrow), not through Spark."""
     return OBJECT_STORE["server"].filesystem()
@@ -336,6 +373,14 @@ DELTA_S3 = DeltaS3(
     missing_table=f"s3a://{BUCKET}/nonexistent/table",
     engine_error=CLASSIC_ERROR,
 )
+PARQUET_METASTORE_S3 = ParquetMetastoreS3(
+    name=METASTORE_S3,
+    format="parquet",
+    session_fixture="s3_spark",
+    missing_table="nonexistent_db.events",
+    engine_error=CLASSIC_ERROR,
+    inapplicable=NO_FILE_LIST,
+)
 BACKENDS = [
     pytest.param(ICEBERG, id=ICEBERG.name, marks=pytest.mark.classic),
     pytest.param(DELTA, id=DELTA.name, marks=pytest.mark.classic),
@@ -346,6 +391,7 @@ BACKENDS = [
     pytest.param(DELTA_CONNECT, id=DELTA_CONNECT.name, marks=pytest.mark.connect),
     pytest.param(ICEBERG_S3, id=ICEBERG_S3.name, marks=pytest.mark.s3),
     pytest.param(DELTA_S3, id=DELTA_S3.name, marks=pytest.mark.s3),
+    pytest.param(PARQUET_METASTORE_S3, id=PARQUET_METASTORE_S3.name, marks=pytest.mark.s3),
 ]
 # A behaviour that the table format cannot change but the Spark engine can (validation's jobs,
 # reports from measured data) is tested on one backend per engine: tests marked `per_engine`.

@@ -59,13 +59,24 @@ CONNECT: dict[str, str] = {}
 # `spark.conf` carries them.
 STORE: dict[str, str] = {}
 S3_CATALOG = "lake"
+# The `s3` group's Hive metastore for Parquet tables by name (`parquet-metastore-s3`), once
+# started: Spark's embedded Hive client over a real PostgreSQL database, which the CLI processes
+# the tests start share with the test session (embedded Derby admits one JVM).
+S3_METASTORE: dict[str, str] = {}
+METASTORE_S3 = "parquet-metastore-s3"
+
+
+def hive_database(spark: Any, ns: str) -> None:
+    """A database of the `s3` group's metastore whose location is on the bucket, as its owner
+    would make it: the tables created in it (managed) lie under that location."""
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {ns} LOCATION 's3a://{BUCKET}/hive/{ns}.db'")
 
 
 def base_config(kind: str, warehouse: Path, **overrides: Any) -> dict[str, Any]:
     """A config for a backend kind: its format, plus `-sail` for Spark Connect on Sail or
     `-connect` for the real Spark Connect server (which holds the formats' settings)."""
     ns = "t" + uuid.uuid4().hex[:10]
-    fmt, _, engine = kind.partition("-")
+    fmt, engine = kind.partition("-")[0], kind.rpartition("-")[2] if "-" in kind else ""
     if engine == "sail":
         spark: dict[str, Any] = {"remote": "sail", "warehouse": str(warehouse)}
     elif engine == "connect":
@@ -77,7 +88,10 @@ def base_config(kind: str, warehouse: Path, **overrides: Any) -> dict[str, Any]:
             **({"jars_dir": JARS["dir"]} if "dir" in JARS else {}),
             "conf": {**TEST_CONF, **CLI_JVM, **json.loads(os.environ.get("SB_TEST_SPARK_CONF", "{}"))},
         }
-    if engine == "s3":
+    if kind == METASTORE_S3:
+        spark["conf"].update({**STORE, **S3_METASTORE})
+        live = f"{ns}.events"
+    elif engine == "s3":
         spark["conf"].update(STORE)
         live = f"{S3_CATALOG}.{ns}.events" if fmt == "iceberg" else f"s3a://{BUCKET}/{ns}/events"
     else:
@@ -113,6 +127,8 @@ def factory(kind: str, tmp_path: Path, warehouse: Path, spark: Any) -> MakeBackf
         path.write_text(yaml.safe_dump(data))
         from shadow_backfill import Backfill
 
+        if kind == METASTORE_S3:
+            hive_database(spark, data["live_table"].partition(".")[0])
         bf = Backfill(load_config(path), spark=spark)
         bf.config_path = path  # type: ignore[attr-defined]
         if seed_live:
