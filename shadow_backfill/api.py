@@ -32,7 +32,7 @@ from shadow_backfill.rollback import Rollback
 from shadow_backfill.run_plan import RunPlan, plan_run
 from shadow_backfill.session import ensure_warehouse, open_session
 from shadow_backfill.state import PartitionRecord, PromotionRecord, StateStore, VerdictRecord, reading
-from shadow_backfill.state.locks import locks_of
+from shadow_backfill.state.locks import LeaseLocks
 from shadow_backfill.timebox import TimeBox
 from shadow_backfill.transform import Inputs, Transform, load_transform
 from shadow_backfill.validate.validator import ValidationResult, Validator
@@ -129,7 +129,8 @@ class Backfill:
     def _format(self, scheme: PartitionScheme) -> TableFormat:
         """The config's format, taking the locks its storage may lack from the state store."""
         fmt = format_for(self.config.format, self.spark, scheme, self.config.base_dir)
-        fmt.use_locks(lambda: locks_of(self._reading_store or self.store))
+        fmt.use_locks(lambda: LeaseLocks(self.store))
+        fmt.read_only = self._reading_store is not None
         return fmt
 
     def _scheme_read_from_live(self, fmt: TableFormat) -> PartitionScheme:
@@ -245,16 +246,20 @@ class Backfill:
         )
         self._require_live()
         store = self._reading_store or reading(self.config.state_url)
-        previous, self._reading_store = self._reading_store, store  # the format's locks read it too
+        fmt = self.table_format
+        was, fmt.read_only = fmt.read_only, True
         try:
             return plan_run(self.recompute(store), options, window)
         finally:
-            self._reading_store = previous
+            fmt.read_only = was
 
     def for_dry_run(self) -> Backfill:
-        """This object as a dry run uses it from the start (the window it reads from live too):
-        the state store is read as it is, never created, and the format's locks come from it."""
+        """This object for a dry-run command, from the start (the window it reads from live
+        too): the state store is read as it is, never created, and the format writes nothing
+        (`TableFormat.read_only`). Not for an object that later writes."""
         self._reading_store = reading(self.config.state_url)
+        if "table_format" in self.__dict__:
+            self.table_format.read_only = True
         return self
 
     def plan(

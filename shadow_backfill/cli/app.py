@@ -206,7 +206,7 @@ def promote(
     ),
 ) -> None:
     """Promote passing shadow partitions into the live table in ONE atomic commit."""
-    bf = open_backfill(config)
+    bf = open_backfill(config).for_dry_run() if dry_run else open_backfill(config)
     names = split_partitions(partitions)
     if dry_run:
         print_plan(bf.plan_promotion(names, allow_warn=allow_warn), dry_run=True)
@@ -245,7 +245,7 @@ def gc(
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be deleted; delete nothing."),
 ) -> None:
     """Delete partition data replaced more than promote.retention_days ago (old rollback targets)."""
-    bf = open_backfill(config)
+    bf = open_backfill(config).for_dry_run() if dry_run else open_backfill(config)
     for table, deleted in bf.gc(dry_run=dry_run).items():
         if deleted is None:
             out.print(f"{table}: its format keeps its own retention; nothing to delete")

@@ -126,6 +126,9 @@ class TableFormat(ABC):
     # Capability: a column's type can be widened in place, as a change of metadata only (int to
     # bigint, float to double, decimal precision up), old data files read as the wider type.
     widens_types: bool = False
+    # A dry run's format: reads what the table's metadata says now and writes nothing, not even
+    # what a format writes when it reads (Parquet's folder log settles and adopts, under locks).
+    read_only: bool = False
 
     @classmethod
     def session_conf(cls, settings: SessionSettings) -> dict[str, str]:

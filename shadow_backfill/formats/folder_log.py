@@ -18,14 +18,15 @@ overwrite or append) are adopted as a version of their own, so such a write is s
 by another writer. Spark skips `_`-prefixed folders, so readers never see `_shadow_backfill`.
 
 A reader that needs the folders to stay put for the length of a Spark job (a promotion reading
-the validated shadow version) *pins* the table: a shared `flock` on `<root>/_shadow_backfill/readers`
+the validated shadow version) *pins* the table: a shared lock on `<root>/_shadow_backfill/readers`
 that every switch and every `gc` deletion waits for exclusively. A folder is therefore never
 moved or deleted while a pinned job lists or reads it.
 
-Every file operation goes through a `FileStore`. `LocalFiles`, the one store today, gives the
-POSIX guarantees the log relies on: an exclusive create by `link`, `rename` for the path
-switch, and `flock`s. A store on object storage would hold the log of a metastore table, whose
-switch moves no data (see docs/design/decisions.md, Parquet on object storage).
+Every file operation goes through a `FileStore`. `LocalFiles` gives the POSIX guarantees the
+log relies on: an exclusive create by `link`, `rename` for the path switch, and `flock`s.
+`object_files.S3Files` holds the log of a metastore table on S3, whose switch moves no data:
+its locks are leases in the state store, and its exclusive create a check and a put under the
+table's lock (see docs/design/decisions.md, Parquet on object storage).
 """
 
 from __future__ import annotations
@@ -104,7 +105,8 @@ class FileStore(Protocol):
 
     def files(self, path: str) -> list[tuple[str, int, int]]:
         """(path relative to `path`, size, modification time in ns) of every file below it, in
-        the order `fingerprint` hashes them (folders depth first, names sorted)."""
+        the order `fingerprint` hashes them: always the same for the same files (a store's own
+        order; fingerprints are compared only with the same store's)."""
         ...
 
     def read_text(self, path: str) -> str: ...

@@ -50,7 +50,7 @@ def s3_client(setting: Callable[[str], str | None]) -> Any:
         options["scheme"] = parsed.scheme or ("https" if ssl else "http")
         options["endpoint_override"] = parsed.netloc
         if (setting("path.style.access") or "false").lower() != "true":
-            options["force_virtual_addressing"] = True
+            options["force_virtual_addressing"] = True  # s3a's default; pyarrow >= 16
     return fs.S3FileSystem(**options)
 
 

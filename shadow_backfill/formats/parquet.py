@@ -63,7 +63,8 @@ OBJECT_STORE_REFUSAL = (
     "mounted file system, or use Iceberg or Delta"
 )
 NOT_S3_REFUSAL = (
-    "Parquet tables by name on object storage are supported on S3 (s3a://) only; use Iceberg or Delta there"
+    "Parquet tables by name are supported on a local or mounted file system and on S3 (s3a://) only; "
+    "use Iceberg or Delta there"
 )
 
 
@@ -152,10 +153,20 @@ class ParquetFormat(TableFormat):
         if pinned:
             return pinned[-1]
         log = self._log(table)
+        if self.read_only:
+            return self._as_logged(table, log)
         with log.locked():
             latest = _synced(log, lambda found: self._first_version(table, found))
         assert latest is not None
         return latest
+
+    def _as_logged(self, table: str, log: FolderLog) -> Version:
+        """A dry run's view: the newest version as the log holds it, nothing settled, adopted or
+        locked; a table the tool has never seen, as its first version would record it."""
+        latest = log.latest()
+        if latest is not None:
+            return latest
+        return self._first_version(table, log.scan(log.placement.current(log, None), "v0"))
 
     def _first_version(self, table: str, found: dict[str, Folder]) -> Version:
         if self.is_name(table):
@@ -255,6 +266,9 @@ class ParquetFormat(TableFormat):
         process in between would hand the job other data, or files that are gone. While pinned,
         no commit or `gc` of `table` moves or deletes a folder."""
         path = self.path(table)
+        if self.read_only:  # a dry run reads metadata; it must not hold off another writer
+            yield
+            return
         self._latest(table)  # a dataset the tool has not seen yet gets its first version
         with self._log(table).pinned() as latest:
             stack = self._pins.setdefault(path, [])
@@ -451,11 +465,12 @@ class ParquetFormat(TableFormat):
         self, table: str, older_than_ms: int, dry_run: bool = False, now_ms: int | None = None
     ) -> list[str]:
         log = self._log(table)
+        if dry_run or self.read_only:  # the log as it is: no lock taken, nothing settled
+            return log.expired(older_than_ms, now_ms)
         with log.locked():
             _synced(log)
             expired = log.expired(older_than_ms, now_ms)
-            if not dry_run:
-                log.delete(expired)
+            log.delete(expired)
         return expired
 
 

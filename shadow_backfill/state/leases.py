@@ -77,11 +77,13 @@ class Leases(Db):
         others = {r.resource: r.owner for r in rows if r.owner != owner}
         return mine, others
 
-    def renew(self, owner: str, ttl_s: float) -> None:
+    def renew(self, owner: str, ttl_s: float) -> int:
+        """Extend every lease of `owner`; how many it still held."""
         with self._begin() as c:
-            c.execute(
+            done = c.execute(
                 update(locks).where(locks.c.owner == owner).values(expires_at=utcnow() + dt.timedelta(seconds=ttl_s))
             )
+        return int(done.rowcount or 0)
 
     def release(self, owner: str, resources: Sequence[str] | None = None) -> None:
         with self._begin() as c:
@@ -97,4 +99,6 @@ class Leases(Db):
         match = locks.c.resource == name if exact else locks.c.resource.startswith(name, autoescape=True)
         with self._begin() as c:
             rows = c.execute(select(locks.c.resource, locks.c.owner).where(match, locks.c.expires_at >= now)).all()
-        return {r.resource: r.owner for r in rows if not _holder_is_dead(r.owner)}
+        # SQLite's LIKE ignores case: the prefix is checked again here
+        mine = [r for r in rows if (r.resource == name if exact else r.resource.startswith(name))]
+        return {r.resource: r.owner for r in mine if not _holder_is_dead(r.owner)}

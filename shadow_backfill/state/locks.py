@@ -10,6 +10,10 @@ lease runs out: so a killed writer never blocks the next one for longer than the
 Shared holds (readers pinning a version) are rows of their own, `<name>#reader#<id>`: an
 exclusive hold takes `<name>` first, so no new reader starts, then waits for the readers it
 found to finish. A team's PostgreSQL store makes the locks hold across machines.
+
+A lease has no fencing token: a holder stalled past its TTL (the store unreachable, a long
+pause) may find the lock taken by another. Its renewer then marks the hold lost, and the hold
+raises `LockLost` when its block ends, so the command fails instead of going on as if it held.
 """
 
 from __future__ import annotations
@@ -19,10 +23,8 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import ClassVar
 
 from shadow_backfill.state.leases import Leases, describe_owner, lock_owner
-from shadow_backfill.state.store import StateStore
 
 TTL_S = 60.0  # a dead holder on another machine is waited out for at most this long
 WAIT_S = 1800.0  # how long a hold waits for others before it gives up, naming the holder
@@ -31,6 +33,11 @@ POLL_S = 0.1
 
 class LockTimeout(TimeoutError):
     """Another holder kept the lock for longer than a hold waits."""
+
+
+class LockLost(RuntimeError):
+    """A hold's lease could not be renewed before it ran out: another holder may have taken the
+    lock meanwhile, so the command stops rather than write on (a lease has no fencing token)."""
 
 
 class LeaseLocks:
@@ -43,29 +50,29 @@ class LeaseLocks:
 
     @contextmanager
     def hold(self, name: str, exclusive: bool = True) -> Iterator[None]:
+        """The renewer runs from the first lease taken, also while an exclusive hold waits for
+        readers: a lease that ran out while waiting would let new readers in beside it."""
         owner = lock_owner(f"lock-{uuid.uuid4().hex[:12]}")
-        mine = self._take_exclusive(name, owner) if exclusive else self._take_shared(name, owner)
-        stop = threading.Event()
-        renewer = threading.Thread(target=self._renew, args=(owner, stop), daemon=True)
+        stop, held, lost = threading.Event(), threading.Event(), threading.Event()
+        renewer = threading.Thread(target=self._renew, args=(owner, stop, held, lost), daemon=True)
         renewer.start()
         try:
+            self._take_exclusive(name, owner) if exclusive else self._take_shared(name, owner)
+            held.set()
             yield
+            if lost.is_set():
+                raise LockLost(f"the lock on {name} could not be renewed in time; run the command again")
         finally:
             stop.set()
             renewer.join()
-            self.leases.release(owner, [mine])
+            self.leases.release(owner)
 
-    def _take_exclusive(self, name: str, owner: str) -> str:
+    def _take_exclusive(self, name: str, owner: str) -> None:
         deadline = time.monotonic() + self.wait_s
         self._wait_for(lambda: self._acquired(name, owner), name, deadline)
-        try:
-            self._wait_for(lambda: not self.leases.holders(f"{name}#reader#"), name, deadline)
-        except LockTimeout:
-            self.leases.release(owner, [name])
-            raise
-        return name
+        self._wait_for(lambda: not self.leases.holders(f"{name}#reader#"), name, deadline)
 
-    def _take_shared(self, name: str, owner: str) -> str:
+    def _take_shared(self, name: str, owner: str) -> None:
         mine = f"{name}#reader#{uuid.uuid4().hex}"
 
         def taken() -> bool:
@@ -79,7 +86,6 @@ class LeaseLocks:
             return True
 
         self._wait_for(taken, name, time.monotonic() + self.wait_s)
-        return mine
 
     def _acquired(self, resource: str, owner: str) -> bool:
         got, _ = self.leases.acquire([resource], owner, self.ttl_s)
@@ -93,44 +99,18 @@ class LeaseLocks:
                 raise LockTimeout(f"{name} is held by {who}; gave up after {self.wait_s:.0f} s")
             time.sleep(POLL_S)
 
-    def _renew(self, owner: str, stop: threading.Event) -> None:
+    def _renew(self, owner: str, stop: threading.Event, held: threading.Event, lost: threading.Event) -> None:
+        """Every third of the TTL. A failed renewal (the store unreachable for a moment) is tried
+        again at the next tick; one that fails past the TTL, or finds no lease left once the
+        lock is held (another holder took it after it ran out), marks the hold lost."""
+        renewed = time.monotonic()
         while not stop.wait(self.ttl_s / 3):
-            self.leases.renew(owner, self.ttl_s)
-
-
-class ProcessLocks:
-    """The same locks within this process only: what a dry run takes before its state store
-    exists. A dry run creates no store, and the empty one it reads lives in memory, where each
-    thread sees a database of its own; no other process can hold a lease of a store that does
-    not exist yet, so excluding this process's own threads is what is left to do."""
-
-    _guard: ClassVar[threading.Condition] = threading.Condition()
-    _readers: ClassVar[dict[str, int]] = {}
-    _writers: ClassVar[set[str]] = set()
-
-    @contextmanager
-    def hold(self, name: str, exclusive: bool = True) -> Iterator[None]:
-        cls = type(self)
-        with cls._guard:
-            cls._guard.wait_for(lambda: name not in cls._writers and not (exclusive and cls._readers.get(name)))
-            if exclusive:
-                cls._writers.add(name)
-            else:
-                cls._readers[name] = cls._readers.get(name, 0) + 1
-        try:
-            yield
-        finally:
-            with cls._guard:
-                if exclusive:
-                    cls._writers.discard(name)
-                else:
-                    cls._readers[name] -= 1
-                cls._guard.notify_all()
-
-
-def locks_of(store: StateStore) -> LeaseLocks | ProcessLocks:
-    """The locks a format takes from `store`: its leases, or this process's own locks for the
-    empty in-memory store a dry run reads before the real one exists (`ProcessLocks`)."""
-    url = store.engine.url
-    in_memory = url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
-    return ProcessLocks() if in_memory else LeaseLocks(store)
+            try:
+                kept = self.leases.renew(owner, self.ttl_s)
+            except Exception:
+                if time.monotonic() - renewed > self.ttl_s:
+                    lost.set()
+                continue
+            renewed = time.monotonic()
+            if kept == 0 and held.is_set():
+                lost.set()

@@ -225,7 +225,7 @@ class DeltaS3(OnBucket, DeltaPaths):
 
 
 class ParquetMetastoreS3(OnBucket, Backend):
-    """Parquet tables by name in the `s3` group's Hive metastore (over PostgreSQL), in databases
+    """Parquet tables by name in the `s3` group's Hive metastore (a Derby server), in databases
     whose location is on the bucket: the folder log lies on the bucket beside the data."""
 
     def alias(self, bf: Backfill) -> str:

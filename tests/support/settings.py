@@ -60,8 +60,8 @@ CONNECT: dict[str, str] = {}
 STORE: dict[str, str] = {}
 S3_CATALOG = "lake"
 # The `s3` group's Hive metastore for Parquet tables by name (`parquet-metastore-s3`), once
-# started: Spark's embedded Hive client over a real PostgreSQL database, which the CLI processes
-# the tests start share with the test session (embedded Derby admits one JVM).
+# started: Spark's embedded Hive client over a Derby network server, which the CLI processes the
+# tests start share with the test session (embedded Derby admits one JVM).
 S3_METASTORE: dict[str, str] = {}
 METASTORE_S3 = "parquet-metastore-s3"
 

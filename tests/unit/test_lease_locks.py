@@ -8,13 +8,12 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
-from shadow_backfill.state import StateStore, reading
+from shadow_backfill.state import StateStore
 from shadow_backfill.state.leases import lock_owner
-from shadow_backfill.state.locks import LeaseLocks, LockTimeout, ProcessLocks, locks_of
+from shadow_backfill.state.locks import LeaseLocks, LockTimeout
 
 NAME = "s3://lake/hive/db.db/events/_shadow_backfill/lock"
 
@@ -89,16 +88,27 @@ def test_a_long_hold_is_renewed_past_its_ttl(state_url: str) -> None:
             pass
 
 
-def test_a_dry_run_before_the_store_exists_locks_within_the_process(tmp_path: Path) -> None:
-    """A dry run creates no store: the empty one it reads is in memory, so its locks are this
-    process's own, which still keep its threads apart."""
-    store = reading(f"sqlite:///{tmp_path / 'not-yet.db'}")
-    locks, events = locks_of(store), []
-    assert isinstance(locks, ProcessLocks) and not (tmp_path / "not-yet.db").exists()
-    assert isinstance(locks_of(StateStore(f"sqlite:///{tmp_path / 'real.db'}")), LeaseLocks)
-    with locks.hold(NAME, exclusive=False), locks.hold(NAME, exclusive=False):
+def test_a_writer_waiting_for_readers_keeps_its_lease_past_the_ttl(state_url: str) -> None:
+    """While an exclusive hold waits for a reader longer than its TTL, its lease is renewed:
+    no new reader gets in beside it."""
+    locks, events = _locks(state_url, ttl_s=0.6), []
+    with locks.hold(NAME, exclusive=False):
         writer = _in_thread(locks, True, events, "w")
-        time.sleep(0.3)
-        assert events == [], "the writer waits for both readers"
+        time.sleep(1.5)  # the writer has waited for more than twice its TTL
+        late = _in_thread(locks, False, events, "late reader")
+        time.sleep(0.5)
+        assert events == [], "the waiting writer still holds new readers off"
     writer.join(10)
-    assert events == ["w in", "w out"]
+    late.join(10)
+    assert events[:2] == ["w in", "w out"], events
+
+
+def test_another_tables_lock_is_not_this_ones(state_url: str) -> None:
+    """Lock names are paths: on SQLite, whose LIKE ignores case, a prefix differing only by case
+    must not count as a reader of this table."""
+    locks = _locks(state_url, wait_s=2)
+    with locks.hold(NAME.upper(), exclusive=False):
+        started = time.monotonic()
+        with locks.hold(NAME):
+            pass
+        assert time.monotonic() - started < 1.5
