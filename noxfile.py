@@ -215,7 +215,7 @@ def tests(session: nox.Session) -> None:
     unit35, classic35, sail35 = _groups("python", "3.5")
     # lane 1 starts with what needs no 4.1 venv (the 3.5 Sail and unit groups, ruff and mypy)
     # while that venv is installed
-    lanes = [[sail35, unit35, *STATIC, e2e4, sail4, unit4, connect4], [classic35, s3_4, cluster4, formats4]]
+    lanes = [[sail35, unit35, *STATIC, e2e4, unit4, connect4], [classic35, s3_4, cluster4, formats4, sail4]]
     with ThreadPoolExecutor(max_workers=1) as installer:
         _run_lanes(session, lanes, ready=installer.submit(_spark4_python, session))
 

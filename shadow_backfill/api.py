@@ -87,7 +87,7 @@ class Backfill:
         self.scheme = PartitionScheme.from_spec(config.partition)
         self._spark = spark
         self._inputs = inputs
-        self._reading_store: StateStore | None = None  # set while a dry run reads the store
+        self._reading_store: StateStore | None = None  # set for the object's life by for_dry_run
 
     @classmethod
     def from_config(cls, path: str | Path, spark: SparkSession | None = None) -> Backfill:

@@ -21,7 +21,7 @@ from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import ConfigError, SessionError, WriteError, os_reason
 from shadow_backfill.formats import format_class
 from shadow_backfill.formats.runtimes import spark_line
-from shadow_backfill.formats.settings import SessionSettings
+from shadow_backfill.formats.settings import S3A_SETTINGS, SessionSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -134,7 +134,7 @@ def _refuse_other_runtime(ours: list[str], theirs: list[str]) -> None:
 
 # Hadoop's S3 connector: a location in this scheme, or a setting of it, means the session needs
 # hadoop-aws (`runtimes.SparkLine.hadoop_aws`).
-S3A_SCHEME, S3A_SETTINGS = "s3a://", "spark.hadoop.fs.s3a."
+S3A_SCHEME = "s3a://"
 
 
 def uses_s3a(config: BackfillConfig) -> bool:

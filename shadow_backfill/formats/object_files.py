@@ -25,7 +25,6 @@ from shadow_backfill.formats.base import LockService
 from shadow_backfill.formats.locations import normalize_location
 
 S3_SCHEMES = ("s3a", "s3", "s3n")
-HADOOP = "spark.hadoop.fs.s3a."
 
 
 def on_s3(path: str) -> bool:

@@ -50,7 +50,7 @@ from shadow_backfill.formats.folder_log import (
 from shadow_backfill.formats.locations import normalize_location
 from shadow_backfill.formats.object_files import S3Files, on_s3, s3_client
 from shadow_backfill.formats.parquet_metastore import MetastorePlacement, create_table, quoted_name, table_location
-from shadow_backfill.formats.settings import SessionSettings
+from shadow_backfill.formats.settings import S3A_SETTINGS, SessionSettings
 from shadow_backfill.partitions import PartitionScheme
 
 # Why Parquet by path stays on local or mounted file systems: its switch renames folders into
@@ -130,7 +130,7 @@ class ParquetFormat(TableFormat):
 
     def _s3a_setting(self, key: str) -> str | None:
         """Hadoop's `fs.s3a.<key>` as the session holds it: the user's one set of credentials."""
-        value = self.spark.conf.get(f"spark.hadoop.fs.s3a.{key}", None)
+        value = self.spark.conf.get(f"{S3A_SETTINGS}{key}", None)
         return None if value is None else str(value)
 
     def _log(self, table: str) -> FolderLog:

@@ -7,6 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+# Hadoop's S3 connector's settings in a Spark conf (`spark.hadoop.fs.s3a.<key>`): the one set of
+# credentials the tool reads, for the session's s3a and for its own S3 client alike.
+S3A_SETTINGS = "spark.hadoop.fs.s3a."
+
 
 @dataclass(frozen=True)
 class SessionSettings:
