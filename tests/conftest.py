@@ -6,13 +6,11 @@ keeps, on every backend) and `e2e` (tests/e2e: the user's paths through the CLI 
 `smoke` marks the one end-to-end scenario the second Spark line runs per backend.
 
 One Spark session per test process, tiny data, few shuffle partitions, UI off. Every behaviour
-test takes `backend` (or `make`, built on it): Iceberg, Delta and Parquet on classic Spark
-(`classic` marker), Delta and Parquet over Spark Connect against Sail (`sail` marker), Iceberg
-and Delta over a real Spark Connect server (`connect` marker, Spark 4), and Iceberg, Delta and
-Parquet by name with their tables on a real S3-compatible server (`s3` marker). Which tests a
-backend runs beyond the format tier follows the axis it stands for (`Backend.axis`, `_on_axis`):
-the matrix is a cross of formats, engines and stores, not their product. One process holds one
-kind of Spark session, so each group runs in its own pytest call
+test takes `backend` (or `make`, built on it) and so runs on every table
+backend: Iceberg and Delta on classic Spark (`classic` marker), Delta over Spark Connect against
+Sail (`sail` marker), Iceberg and Delta over a real Spark Connect server (`connect` marker,
+Spark 4), and Iceberg and Delta with their tables on a real S3-compatible server (`s3` marker,
+`store` tests only). One process holds one kind of Spark session, so each group runs in its own pytest call
 (`-m "not sail and not cluster and not connect and not s3"`, `-m sail`, `-m connect`, `-m s3`,
 `-m cluster`); a backend's session
 fixture is only created when a test of that backend runs. Adding a backend = one `Backend` subclass and one
@@ -73,27 +71,16 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         # The state store's dialect cannot change what a format does: PostgreSQL runs beside one
         # backend per engine, SQLite beside all.
         per_engine = item.get_closest_marker("per_engine") or params.get("state_url") == "postgresql"
-        off_axis = isinstance(be, Backend) and not _on_axis(item, tier, be)
-        if off_axis or (per_engine and isinstance(be, Backend) and be.name not in ENGINE_BACKENDS):
+        # The S3 backends run only what where the files lie can change (`store`): the rest of
+        # the suite assumes local folders or tests the tool's own logic.
+        off_store = isinstance(be, Backend) and be.name.endswith("-s3") and not item.get_closest_marker("store")
+        if off_store or (per_engine and isinstance(be, Backend) and be.name not in ENGINE_BACKENDS):
             dropped.append(item)
         else:
             kept.append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
-
-
-def _on_axis(item: pytest.Item, tier: str, backend: Backend) -> bool:
-    """Whether the test is on the axis of the matrix this backend stands for (`Backend.axis`):
-    the matrix is a cross, every format on classic Spark and every engine on its reference
-    backend, not the product of formats, engines and stores. Every backend runs the format tier;
-    an engine's other format runs the e2e tests its writes can change (`each_backend`, and the
-    `smoke` loop), an object store's tables those where the files' place can (`store`)."""
-    if backend.axis == "store":
-        return item.get_closest_marker("store") is not None
-    if backend.axis == "pairing" and tier == "e2e":
-        return any(item.get_closest_marker(m) is not None for m in ("each_backend", "smoke"))
-    return True
 
 
 def _session_kind(item: pytest.Item) -> str | None:

@@ -17,12 +17,14 @@ import contextlib
 import posixpath
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from shadow_backfill.errors import ConfigError
-from shadow_backfill.formats.base import LockService
 from shadow_backfill.formats.locations import normalize_location
+
+if TYPE_CHECKING:  # the unit tier imports this module without PySpark, which formats.base needs
+    from shadow_backfill.formats.base import LockService
 
 S3_SCHEMES = ("s3a", "s3", "s3n")
 
@@ -31,26 +33,43 @@ def on_s3(path: str) -> bool:
     return urlparse(path).scheme.lower() in S3_SCHEMES
 
 
-def s3_client(setting: Callable[[str], str | None]) -> Any:
-    """pyarrow's S3 client from Hadoop's s3a settings (`setting("endpoint")` reads
-    `spark.hadoop.fs.s3a.endpoint`); what is not set comes from AWS's default chain, as in s3a."""
-    from pyarrow import fs
+def bucket_of(path: str) -> str:
+    return urlparse(path).netloc
+
+
+def s3_options(setting: Callable[[str], str | None], bucket: str) -> dict[str, Any]:
+    """pyarrow's S3 client options from Hadoop's s3a settings (`setting("endpoint")` reads
+    `spark.hadoop.fs.s3a.endpoint`), read as s3a reads them for `bucket`: a per-bucket setting
+    `fs.s3a.bucket.<bucket>.<key>` wins over `fs.s3a.<key>`, so a user whose buckets differ in
+    endpoint or credentials sets them once, for Spark and the tool alike. What is not set comes
+    from AWS's default chain, as in s3a."""
+
+    def get(key: str) -> str | None:
+        value = setting(f"bucket.{bucket}.{key}")
+        return setting(key) if value is None else value
 
     options: dict[str, Any] = {}
     for key, option in (("access.key", "access_key"), ("secret.key", "secret_key"), ("session.token", "session_token")):
-        if (value := setting(key)) is not None:
+        if (value := get(key)) is not None:
             options[option] = value
-    region = setting("endpoint.region") or setting("region")
+    region = get("endpoint.region") or get("region")
     if region is not None:
         options["region"] = region
-    if (endpoint := setting("endpoint")) is not None:
+    if (endpoint := get("endpoint")) is not None:
         parsed = urlparse(endpoint if "://" in endpoint else f"//{endpoint}")
-        ssl = (setting("connection.ssl.enabled") or "true").lower() == "true"
+        ssl = (get("connection.ssl.enabled") or "true").lower() == "true"
         options["scheme"] = parsed.scheme or ("https" if ssl else "http")
         options["endpoint_override"] = parsed.netloc
-        if (setting("path.style.access") or "false").lower() != "true":
+        if (get("path.style.access") or "false").lower() != "true":
             options["force_virtual_addressing"] = True  # s3a's default; pyarrow >= 16
-    return fs.S3FileSystem(**options)
+    return options
+
+
+def s3_client(setting: Callable[[str], str | None], bucket: str) -> Any:
+    """pyarrow's S3 client for one bucket (`s3_options`)."""
+    from pyarrow import fs
+
+    return fs.S3FileSystem(**s3_options(setting, bucket))
 
 
 class S3Files:

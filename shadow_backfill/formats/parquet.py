@@ -48,7 +48,7 @@ from shadow_backfill.formats.folder_log import (
     now_ms,
 )
 from shadow_backfill.formats.locations import normalize_location
-from shadow_backfill.formats.object_files import S3Files, on_s3, s3_client
+from shadow_backfill.formats.object_files import S3Files, bucket_of, on_s3, s3_client
 from shadow_backfill.formats.parquet_metastore import MetastorePlacement, create_table, quoted_name, table_location
 from shadow_backfill.formats.settings import S3A_SETTINGS, SessionSettings
 from shadow_backfill.partitions import PartitionScheme
@@ -87,7 +87,7 @@ class ParquetFormat(TableFormat):
         # table folder -> the versions pinned for reads, innermost last (promotions of one
         # Backfill object in several threads each pin the shadow: shared locks, one stack)
         self._pins: dict[str, list[Version]] = {}
-        self._s3: S3Files | None = None
+        self._s3: dict[str, S3Files] = {}  # bucket -> its store (s3a's settings may differ by bucket)
 
     @classmethod
     def session_conf(cls, settings: SessionSettings) -> dict[str, str]:
@@ -124,12 +124,13 @@ class ParquetFormat(TableFormat):
         a table by name (`path` refuses the others)."""
         if not on_s3(path):
             return LOCAL_FILES
-        if self._s3 is None:
-            self._s3 = S3Files(s3_client(self._s3a_setting), self._lock_service)
-        return self._s3
+        bucket = bucket_of(path)
+        if bucket not in self._s3:
+            self._s3[bucket] = S3Files(s3_client(self._s3a_setting, bucket), self._lock_service)
+        return self._s3[bucket]
 
     def _s3a_setting(self, key: str) -> str | None:
-        """Hadoop's `fs.s3a.<key>` as the session holds it: the user's one set of credentials."""
+        """Hadoop's `fs.s3a.<key>` as the session holds it: the settings the user gives Spark."""
         value = self.spark.conf.get(f"{S3A_SETTINGS}{key}", None)
         return None if value is None else str(value)
 

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from support import DRIFT, END, QUIET, START, MakeBackfill
 from typer.testing import CliRunner
 
@@ -82,6 +83,7 @@ def test_a_canary_whose_downstream_query_fails_is_rolled_back(make: MakeBackfill
     assert undo.kind == "rollback" and undo.target == canary.id
 
 
+@pytest.mark.store
 def test_a_canary_that_passes_on_live_lets_the_rest_follow(make: MakeBackfill) -> None:
     bf = make(validation={**QUIET, "downstream_queries": ["queries/training.sql"]}, promote={"canary": 3})
     _write_queries(bf, training=TRAINING)

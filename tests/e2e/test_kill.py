@@ -49,8 +49,7 @@ from support.settings import CONNECT
 
 from shadow_backfill.formats.runtimes import spark_line
 
-# a kill lands inside the format's commit as each engine writes it: every backend
-pytestmark = [pytest.mark.slow, pytest.mark.each_backend]
+pytestmark = pytest.mark.slow
 
 TRIALS = {  # why fewer on classic Spark: see the module docstring
     "delta": {"recompute": 2, "promote": 3},

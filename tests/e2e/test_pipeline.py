@@ -76,7 +76,6 @@ def _pipeline(
 
 
 @pytest.mark.store
-@pytest.mark.each_backend  # issue 41: the three-layer pipeline on every backend
 def test_three_layers_promoted_and_rolled_back_as_a_set(make: MakeBackfill, tmp_path: Path) -> None:
     probe = make(seed_live=False)
     pipeline, _ = _pipeline(make, tmp_path, probe.spark)

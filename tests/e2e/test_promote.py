@@ -20,7 +20,7 @@ def _same(a, b) -> None:
 
 
 @pytest.mark.store
-@pytest.mark.smoke  # the one end-to-end scenario per backend, on both Spark lines
+@pytest.mark.smoke  # the one end-to-end scenario per backend on the second Spark line
 def test_promote_exactly_the_passing_partitions_then_roll_back(make: MakeBackfill) -> None:
     bf = validated(make)
     fmt = bf.table_format

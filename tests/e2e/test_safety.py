@@ -28,7 +28,6 @@ def _foreign_rows(bf: Backfill) -> Any:
 
 
 @pytest.mark.store
-@pytest.mark.each_backend  # the format's commit under each engine meets the other writer's
 def test_concurrent_writer_commit_survives(make: MakeBackfill) -> None:
     bf = validated(make)
     fmt = bf.table_format

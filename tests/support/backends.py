@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -34,17 +34,6 @@ class Backend:
     server_outlives_client: bool = False
     # Situations that cannot arise on this backend: key -> why (the test is skipped, saying so).
     inapplicable: tuple[tuple[str, str], ...] = ()
-    # Which axis of the test matrix this backend stands for (the matrix is a cross, not a
-    # product: docs/design/tests.md). Every backend runs the format tier; beyond it:
-    # - "format": a format on classic Spark with a local warehouse: every e2e test;
-    # - "engine": the reference backend of another engine (Sail, Spark Connect): every e2e test;
-    # - "pairing": another format on that engine: only the e2e tests where the format's writes
-    #   under that engine can change the outcome (marked `each_backend`: kills, the smoke loop,
-    #   a concurrent writer), the rest being the engine's (its reference backend) or the format's
-    #   (its classic backend and the format tier);
-    # - "store": tables on an object store: only the e2e tests where the files' place can change
-    #   the outcome (marked `store`).
-    axis: Literal["format", "engine", "pairing", "store"] = "format"
 
     def remote(self) -> list[str]:
         """The `--remote` option that puts a CLI command on this backend's engine."""
@@ -337,7 +326,6 @@ DELTA_SAIL = DeltaPaths(
     missing_table=MISSING_PATH,
     engine_error=SAIL_ERROR,
     gaps=(SAIL_STRAY,),
-    axis="engine",
 )
 PARQUET_SAIL = ParquetPaths(
     name="parquet-sail",
@@ -346,7 +334,6 @@ PARQUET_SAIL = ParquetPaths(
     missing_table=MISSING_PATH,
     engine_error=SAIL_ERROR,
     inapplicable=NO_FILE_LIST,
-    axis="pairing",
 )
 # Spark 4.1's Connect server drops named SQL parameters when Iceberg's or Delta's SQL extension
 # parser is installed, even with the legacy binding setting that mends classic Spark 4.1.
@@ -359,7 +346,6 @@ ICEBERG_CONNECT = IcebergClassic(
     engine_error=CONNECT_ERROR,
     gaps=(SQL_PARAMS_GAP, ICEBERG_STRAY),
     server_outlives_client=True,
-    axis="engine",
 )
 DELTA_CONNECT = DeltaPaths(
     name="delta-connect",
@@ -369,7 +355,6 @@ DELTA_CONNECT = DeltaPaths(
     engine_error=CONNECT_ERROR,
     gaps=(SQL_PARAMS_GAP,),
     server_outlives_client=True,
-    axis="pairing",
 )
 # The `s3` group: the formats whose commits are atomic on an object store, their warehouse on a
 # real S3-compatible server on loopback (SeaweedFS), on classic Spark with Hadoop's s3a.
@@ -380,7 +365,6 @@ ICEBERG_S3 = IcebergS3(
     missing_table=f"{S3_CATALOG}.nonexistent.table",
     engine_error=CLASSIC_ERROR,
     gaps=(ICEBERG_STRAY,),
-    axis="store",
 )
 DELTA_S3 = DeltaS3(
     name="delta-s3",
@@ -388,7 +372,6 @@ DELTA_S3 = DeltaS3(
     session_fixture="s3_spark",
     missing_table=f"s3a://{BUCKET}/nonexistent/table",
     engine_error=CLASSIC_ERROR,
-    axis="store",
 )
 PARQUET_METASTORE_S3 = ParquetMetastoreS3(
     name=METASTORE_S3,
@@ -397,7 +380,6 @@ PARQUET_METASTORE_S3 = ParquetMetastoreS3(
     missing_table="nonexistent_db.events",
     engine_error=CLASSIC_ERROR,
     inapplicable=NO_FILE_LIST,
-    axis="store",
 )
 BACKENDS = [
     pytest.param(ICEBERG, id=ICEBERG.name, marks=pytest.mark.classic),
