@@ -201,15 +201,13 @@ STATIC = [
 @nox.session(python=False)
 def tests(session: nox.Session) -> None:
     """Both lines, every group, and the static checks (ruff, mypy), in two lanes (what CI runs).
-    Seconds of each group when paired, in a fresh-clone CI run (2026-11-27, before the S3 group
-    got its third backend): 4.1 e2e classic 1,460, 4.1 Connect 790, 3.5 classic 560, 4.1 Sail
-    470, 4.1 format tier classic 280, cluster 80; the S3 group 850, and about 820 more for
-    `parquet-metastore-s3` measured alone. So the S3 group pairs with the 3.5 classic, cluster
-    and format-tier groups, and Connect follows the 4.1 classic groups. The 4.1 venv's install
-    runs beside the 3.5 classic group; the 4.1 classic group starts while the 3.5 one runs (they
-    resolve their runtimes in different Ivy caches, Spark 3.5's and 4.x's), and the groups that
-    resolve in 4.x's later (the S3 group's hadoop-aws, the Connect server, the 4.1 format tier)
-    start long after it, one at a time."""
+    Seconds of each group in a fresh-clone CI run (2026-11-27, f70e68b; most of them paired):
+    4.1 e2e classic 1,382, the S3 group 1,035, 4.1 Connect 580, 3.5 classic 576, 4.1 Sail 305,
+    4.1 format tier classic 300, cluster 48. So lane 1 holds the 4.1 classic e2e group and
+    Connect, lane 2 the rest. The 4.1 venv's install runs beside the 3.5 classic group; the 4.1
+    classic group starts while the 3.5 one runs (they resolve their runtimes in different Ivy
+    caches, Spark 3.5's and 4.x's), and the groups that resolve in 4.x's later (the S3 group's
+    hadoop-aws, the Connect server, the 4.1 format tier) start long after it, one at a time."""
     _check_spark35(session)
     unit4, formats4, e2e4, connect4, sail4, cluster4, s3_4 = _groups(f"{SPARK4_VENV}/bin/python", "4.1")
     unit35, classic35, sail35 = _groups("python", "3.5")
