@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -20,7 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from shadow_backfill.canary import CanaryResult, promote_with_canary
 from shadow_backfill.config import BackfillConfig, load_config
-from shadow_backfill.errors import TableNotFoundError, UsageError, WriteError, os_reason
+from shadow_backfill.errors import LocalLocksWarning, TableNotFoundError, UsageError, WriteError, os_reason
 from shadow_backfill.formats import format_for
 from shadow_backfill.formats.base import TableFormat
 from shadow_backfill.ledger import reconcile
@@ -129,9 +130,22 @@ class Backfill:
     def _format(self, scheme: PartitionScheme) -> TableFormat:
         """The config's format, taking the locks its storage may lack from the state store."""
         fmt = format_for(self.config.format, self.spark, scheme, self.config.base_dir)
-        fmt.use_locks(lambda: LeaseLocks(self.store))
+        fmt.use_locks(self._locks)
         fmt.read_only = self._reading_store is not None
         return fmt
+
+    def _locks(self) -> LeaseLocks:
+        """The state store's leases, as the locks the format asks for when its storage has none."""
+        if self.config.state.url is None:
+            warnings.warn(
+                LocalLocksWarning(
+                    f"the locks of {self.live_table} are leases in the local state store "
+                    f"({self.config.state_url}): a command on another machine would not wait for "
+                    "them; for several machines set state.url to a shared store (PostgreSQL)"
+                ),
+                stacklevel=2,
+            )
+        return LeaseLocks(self.store)
 
     def _scheme_read_from_live(self, fmt: TableFormat) -> PartitionScheme:
         """The partition scheme with what the config left out read from the live table (its

@@ -79,6 +79,16 @@ class TransformError(RefusedError):
         self.retryable = retryable
 
 
+class ShadowBackfillWarning(UserWarning):
+    """Base class of the tool's warnings: the CLI prints each as one `warning:` line on stderr."""
+
+
+class LocalLocksWarning(ShadowBackfillWarning):
+    """A table whose storage has no locks of its own (Parquet on an object store) takes them
+    from the state store, and the default store is a file on this machine: a command on another
+    machine would not wait for them. A warning, not a refusal: one machine is a valid set-up."""
+
+
 def os_reason(path: Path, exc: OSError) -> str:
     """Why `path` could not be made or written, in words: naming the regular file that stands
     where a folder must be says more than errno's 'File exists' or 'Not a directory'."""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from shadow_backfill.cli.limits import MaxDurationOption, PromotePartialOption, UntilOption, check_limits
-from shadow_backfill.cli.output import fail, handle_errors, out, recompute_progress, split_partitions
+from shadow_backfill.cli.output import fail, handle_errors, out, recompute_progress, show_warnings, split_partitions
 from shadow_backfill.cli.pipeline import app as pipeline_app
 from shadow_backfill.cli.render import (
     exit_for_verdicts,
@@ -72,6 +72,7 @@ def _options(
     ),
 ) -> None:
     """Recompute partitions into a shadow table, validate them, and promote only what passes."""
+    show_warnings()
 
 
 def open_backfill(config: Path) -> Backfill:

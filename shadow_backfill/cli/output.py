@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,7 +29,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from shadow_backfill.errors import ShadowBackfillError, UsageError, redact
+from shadow_backfill.errors import ShadowBackfillError, ShadowBackfillWarning, UsageError, redact
 
 console = Console(stderr=True, soft_wrap=True, markup=False, highlight=False)
 out = Console(soft_wrap=True, markup=False, highlight=False)
@@ -88,6 +89,22 @@ def fail(message: str, code: int = EXIT_FAILED, details: str | None = None) -> N
         line += f" (full details: {log})" if log else " (no log could be written)"
     console.print(Text.assemble(("error:", "bold red"), " ", line), soft_wrap=True)
     raise typer.Exit(code)
+
+
+def show_warnings() -> None:
+    """The tool's own warnings (`ShadowBackfillWarning`) as one `warning:` line each on stderr,
+    where Python would print two lines naming a source file; other warnings print as Python
+    prints them. Python's filters still apply: each message shows once."""
+    previous = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, ShadowBackfillWarning):
+            console.print(Text.assemble(("warning:", "bold yellow"), " ", redact(str(message))), soft_wrap=True)
+        else:
+            previous(message, category, *args, **kwargs)
+
+    if getattr(previous, "__qualname__", "") != show.__qualname__:  # once, however many commands run
+        warnings.showwarning = show
 
 
 def hold(message: str) -> NoReturn:
