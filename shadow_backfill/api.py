@@ -34,6 +34,7 @@ from shadow_backfill.run_plan import RunPlan, plan_run
 from shadow_backfill.session import ensure_warehouse, open_session
 from shadow_backfill.state import PartitionRecord, PromotionRecord, StateStore, VerdictRecord, reading
 from shadow_backfill.state.locks import LeaseLocks
+from shadow_backfill.state.urls import shown_url
 from shadow_backfill.timebox import TimeBox
 from shadow_backfill.transform import Inputs, Transform, load_transform
 from shadow_backfill.validate.validator import ValidationResult, Validator
@@ -140,7 +141,7 @@ class Backfill:
             warnings.warn(
                 LocalLocksWarning(
                     f"the locks of {self.live_table} are leases in the local state store "
-                    f"({self.config.state_url}): a command on another machine would not wait for "
+                    f"({shown_url(self.config.state_url)}): a command on another machine would not wait for "
                     "them; for several machines set state.url to a shared store (PostgreSQL)"
                 ),
                 stacklevel=2,

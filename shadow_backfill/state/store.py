@@ -7,24 +7,14 @@ The URL is checked before anything connects, so a typo is a config error, not a 
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote_plus
 
 from sqlalchemy import create_engine, event, inspect
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 
-from shadow_backfill.errors import (
-    SECRET_NAME,
-    ConfigError,
-    StateStoreError,
-    WriteError,
-    keep_secret,
-    os_reason,
-    redact,
-)
+from shadow_backfill.errors import ConfigError, StateStoreError, WriteError, os_reason, redact
 from shadow_backfill.state.audit import AuditTrail
 from shadow_backfill.state.db import first_line
 from shadow_backfill.state.leases import Leases
@@ -32,14 +22,10 @@ from shadow_backfill.state.migrate import add_new_columns
 from shadow_backfill.state.partitions import Partitions, Runs
 from shadow_backfill.state.pipelines import PipelineTrail
 from shadow_backfill.state.schema import metadata
+from shadow_backfill.state.urls import SUPPORTED_DIALECTS, parse_state_url, server_name, shown_url
 from shadow_backfill.state.verdicts import VerdictStore
 
-# The upserts exist in these dialects only (SQLite's and PostgreSQL's ON CONFLICT).
-SUPPORTED_DIALECTS = ("sqlite", "postgresql")
-# The userinfo as SQLAlchemy reads it (`user:password@`), and the query parameters whose value
-# is a secret (libpq's password and sslpassword, other drivers' tokens and keys).
-_USERINFO = re.compile(r"^(?P<user>[^:/]*):(?P<password>[^@]*)@")
-_SECRET_PARAM = SECRET_NAME
+__all__ = ["SUPPORTED_DIALECTS", "StateStore", "parse_state_url", "reading", "shown_url"]
 
 
 class StateStore(Runs, Partitions, VerdictStore, AuditTrail, PipelineTrail, Leases):
@@ -50,8 +36,7 @@ class StateStore(Runs, Partitions, VerdictStore, AuditTrail, PipelineTrail, Leas
         self.shown_url = shown_url(url)
         parsed = parse_state_url(url)
         self.url = url
-        if migrate:
-            _make_sqlite_file(parsed, self.shown_url)
+        self.parsed = parsed
         try:
             self.engine = create_engine(parsed, future=True)
         except ImportError as exc:  # the dialect's driver package is not installed
@@ -65,94 +50,27 @@ class StateStore(Runs, Partitions, VerdictStore, AuditTrail, PipelineTrail, Leas
             event.listen(self.engine, "connect", _sqlite_pragmas)
         if not migrate:
             return
+        _make_sqlite_file(parsed, self.shown_url)  # after every refusal of the URL: exit 2 creates nothing
         try:
             metadata.create_all(self.engine)
             add_new_columns(self.engine)
         except DBAPIError as exc:
             self.engine.dispose()
-            raise StateStoreError(f"cannot open the state store {self.shown_url}: {first_line(exc)}") from exc
+            raise self.open_error(exc) from exc
+
+    def open_error(self, exc: DBAPIError) -> StateStoreError:
+        """Why the store could not be opened. A server that never answered (refused, no route,
+        no such host: no SQLSTATE) is named as parsed, `host:port (dialect)`, and nothing of
+        the user info; a server that answered (a wrong password, no such database) or a file
+        that refused is named by the masked URL."""
+        orig = exc.orig
+        answered = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+        if isinstance(exc, OperationalError) and self.engine.dialect.name != "sqlite" and not answered:
+            return StateStoreError(f"cannot reach the state store at {server_name(self.parsed)}: {first_line(exc)}")
+        return StateStoreError(f"cannot open the state store {self.shown_url}: {first_line(exc)}")
 
     def close(self) -> None:
         self.engine.dispose()
-
-
-def parse_state_url(url: str) -> URL:
-    """The URL, refused before anything connects unless it names a dialect we can upsert in."""
-    shown = shown_url(url)
-    try:
-        parsed = make_url(url)
-    except Exception:  # ArgumentError, ValueError: not a URL at all
-        raise ConfigError(
-            f"state.url {shown!r} is not a database URL (e.g. sqlite:///path/state.db or "
-            "postgresql+psycopg://user@host/db)"
-        ) from None
-    backend = parsed.get_backend_name()
-    if backend not in SUPPORTED_DIALECTS:
-        raise ConfigError(
-            f"state.url {shown}: database {backend!r} is not supported "
-            f"as a state store; supported: {', '.join(SUPPORTED_DIALECTS)}"
-        )
-    try:
-        parsed.get_dialect()
-    except Exception:  # NoSuchModuleError: an unknown driver name such as postgresql+nosuch
-        raise ConfigError(f"state.url {shown}: unknown driver {parsed.drivername!r} for {backend}") from None
-    return parsed
-
-
-def shown_url(url: str) -> str:
-    """The state URL as it may be printed: the user's own spelling with every secret as `***`
-    (the password in the userinfo or in a query parameter). Each secret found is remembered
-    (`keep_secret`), so no other message can print it either."""
-    try:
-        parsed = make_url(url)
-    except Exception:  # not a URL: where its secret ends cannot be told
-        return _shown_unparsed(url)
-    scheme, sep, rest = url.partition("//")
-    if not sep:
-        return url
-    userinfo = _USERINFO.match(rest)
-    if parsed.password is not None and userinfo is not None:
-        # SQLAlchemy ends the password at the first @; one with an @ of its own (unescaped)
-        # would show its tail as the host, so the mask runs to the last @ before the query.
-        at = rest.partition("?")[0].rfind("@")
-        keep_secret(str(parsed.password), userinfo.group("password"), rest[userinfo.end("user") + 1 : at])
-        rest = f"{userinfo.group('user')}:***@{rest[at + 1 :]}"
-    return f"{scheme}//{_masked_query(rest)}"
-
-
-def _shown_unparsed(url: str) -> str:
-    """A URL that does not parse, masked from the scheme's `//` up to the host (the text after the
-    last `@`), or everything after `//` when no host can be told apart from a userinfo."""
-    scheme, sep, rest = url.partition("//")
-    if not sep:
-        before, colon, after = url.partition(":")
-        keep_secret(after)
-        if colon:
-            return f"{before}:***"
-        return "***" if "@" in url or "=" in url else url
-    at = rest.rfind("@")
-    if at < 0:
-        keep_secret(rest, _masked_query(rest))  # and the query's secrets, one by one
-        return f"{scheme}//***"
-    userinfo = rest[:at]
-    keep_secret(userinfo, userinfo.partition(":")[2])
-    return f"{scheme}//***@{_masked_query(rest[at + 1 :])}"
-
-
-def _masked_query(rest: str) -> str:
-    """`host/db?query` with the value of every secret-looking query parameter as `***`; pairs
-    are split on `&` as SQLAlchemy splits them, so a value is masked whole."""
-    head, mark, query = rest.partition("?")
-    if not mark:
-        return rest
-    pairs = []
-    for pair in query.split("&"):
-        key, eq, value = pair.partition("=")
-        if eq and _SECRET_PARAM.search(unquote_plus(key)):
-            keep_secret(value, unquote_plus(value))
-            pair = f"{key}=***"
-        pairs.append(pair)
-    return f"{head}?{'&'.join(pairs)}"
 
 
 def reading(url: str) -> StateStore:
@@ -169,7 +87,7 @@ def reading(url: str) -> StateStore:
         present = inspect(store.engine).has_table("partitions")
     except DBAPIError as exc:
         store.close()
-        raise StateStoreError(f"cannot open the state store {store.shown_url}: {first_line(exc)}") from exc
+        raise store.open_error(exc) from exc
     if present:
         return store
     store.close()

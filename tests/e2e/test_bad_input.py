@@ -309,7 +309,7 @@ CASES = [
         "state url of an unsupported database",
         [*RUN, "--start", START, "--end", END],
         2,
-        "state.url mysql://u:***@localhost/db: database 'mysql' is not supported as a state store; "
+        "state.url mysql://***@localhost/db: database 'mysql' is not supported as a state store; "
         "supported: sqlite, postgresql",
         edit={"state": {"url": "mysql://u:secret@localhost/db"}},
     ),
@@ -317,21 +317,21 @@ CASES = [
         "state url with a password, unreachable",
         [*RUN, "--start", START, "--end", END],
         1,
-        "cannot open the state store postgresql+psycopg://u:***@127.0.0.1:1/db: connection failed",
+        "cannot reach the state store at 127.0.0.1:1 (postgresql): connection failed",
         edit={"state": {"url": f"postgresql+psycopg://u:{SECRET}@127.0.0.1:1/db"}},
     ),
     Case(
         "state url with a password in the query",
         ["status", "{cfg}"],
         1,
-        "cannot open the state store postgresql+psycopg://u@127.0.0.1:1/db?password=***: connection failed",
+        "cannot reach the state store at 127.0.0.1:1 (postgresql): connection failed",
         edit={"state": {"url": f"postgresql+psycopg://u@127.0.0.1:1/db?password={SECRET}"}},
     ),
     Case(
         "state url with a password that does not parse",
         ["history", "{cfg}"],
         2,
-        "state.url 'postgresql://***@[::1/x' is not a database URL",
+        "state.url is a postgresql:// URL that does not parse",
         edit={"state": {"url": f"postgresql://bob:{SECRET}@[::1/x"}},
     ),
     Case(
@@ -352,7 +352,7 @@ CASES = [
         "state url that is no url",
         ["history", "{cfg}"],
         2,
-        "state.url 'not a url' is not a database URL",
+        "state.url is a value that is not a database URL",
         edit={"state": {"url": "not a url"}},
     ),
     Case(
@@ -392,7 +392,7 @@ CASES = [
         "state store server unreachable",
         ["status", "{cfg}"],
         1,
-        "cannot open the state store postgresql+psycopg://u@127.0.0.1:1/db: connection failed",
+        "cannot reach the state store at 127.0.0.1:1 (postgresql): connection failed",
         edit={"state": {"url": "postgresql+psycopg://u@127.0.0.1:1/db"}},
     ),
     Case(
