@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -55,17 +56,36 @@ def time_zone(name: str) -> ZoneInfo:
         raise UsageError(f"time_zone {name!r} is not a known time zone (an IANA name, e.g. Europe/Berlin)") from None
 
 
-def current_time(zone: ZoneInfo, environ: dict[str, str] | None = None) -> dt.datetime:
+def current_time(zone: ZoneInfo, environ: Mapping[str, str] | None = None) -> dt.datetime:
     """Now, aware: `SHADOW_BACKFILL_NOW` when set (ISO 8601; without an offset it is a wall-clock
     time of `zone`), else the system clock."""
-    text = (os.environ if environ is None else environ).get(NOW_VARIABLE)
-    if not text:
+    text = pinned_now(environ)
+    if text is None:
         return dt.datetime.now(_UTC)
     try:
         pinned = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
         raise UsageError(f"{NOW_VARIABLE}={text!r} is not an ISO timestamp (e.g. 2024-02-10T12:00Z)") from None
     return pinned if pinned.tzinfo is not None else pinned.replace(tzinfo=zone)
+
+
+def pinned_now(environ: Mapping[str, str] | None = None) -> str | None:
+    """`SHADOW_BACKFILL_NOW` as set (None: unset). Set but empty or blank is a usage error, not
+    "unset": a scheduler's template that left it empty would otherwise run on the real clock,
+    a real backfill of this year's dates where a rehearsal of a pinned night was meant."""
+    text = (os.environ if environ is None else environ).get(NOW_VARIABLE)
+    if text is not None and not text.strip():
+        raise UsageError(
+            f"{NOW_VARIABLE} is set but empty: unset it to use the system clock, or give an ISO "
+            "timestamp (e.g. 2024-02-10T12:00Z)"
+        )
+    return text
+
+
+def check_now(environ: Mapping[str, str] | None = None) -> None:
+    """Refuse a `SHADOW_BACKFILL_NOW` that is empty or no timestamp (exit 2), before a command
+    opens anything: the clock is read later, after Spark has started."""
+    current_time(ZoneInfo("UTC"), environ)
 
 
 @dataclass(frozen=True)

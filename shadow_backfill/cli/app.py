@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING
 import typer
 
 from shadow_backfill.cli.limits import MaxDurationOption, PromotePartialOption, UntilOption, check_limits
-from shadow_backfill.cli.output import fail, handle_errors, out, recompute_progress, show_warnings, split_partitions
+from shadow_backfill.cli.output import (
+    OneLineErrors,
+    fail,
+    handle_errors,
+    out,
+    recompute_progress,
+    show_warnings,
+    split_partitions,
+)
 from shadow_backfill.cli.pipeline import app as pipeline_app
 from shadow_backfill.cli.render import (
     exit_for_verdicts,
@@ -46,6 +54,7 @@ if TYPE_CHECKING:
     from shadow_backfill.api import Backfill
 
 app = typer.Typer(
+    cls=OneLineErrors,
     no_args_is_help=True,
     add_completion=False,
     help="Recompute partitions into a shadow table, validate them, and promote only what passes.",

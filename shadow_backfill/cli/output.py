@@ -28,6 +28,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
+from typer.core import TyperGroup
 
 from shadow_backfill.errors import ShadowBackfillError, ShadowBackfillWarning, UsageError, redact
 
@@ -37,6 +38,9 @@ out = Console(soft_wrap=True, markup=False, highlight=False)
 F = TypeVar("F", bound=Callable[..., Any])
 
 LOG_DIR_ENV = "SHADOW_BACKFILL_LOG_DIR"
+# Click's base exception, wherever Typer takes Click from (its own copy since 0.2x, the click
+# package before): every usage error Typer raises while parsing derives from it.
+ClickException: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 # The exit codes a scheduler reads; the docs' table is this one. 0 only when everything asked
 # was done; HELD when partitions wait for a human (verdict warn, not promoted) and nothing failed.
@@ -87,8 +91,52 @@ def fail(message: str, code: int = EXIT_FAILED, details: str | None = None) -> N
     if details is not None or len(lines) > 1:
         log = write_log((details or "") + "\n" + message + "\n")
         line += f" (full details: {log})" if log else " (no log could be written)"
-    console.print(Text.assemble(("error:", "bold red"), " ", line), soft_wrap=True)
+    error_line(line)
     raise typer.Exit(code)
+
+
+def error_line(line: str) -> None:
+    console.print(Text.assemble(("error:", "bold red"), " ", line), soft_wrap=True)
+
+
+class OneLineErrors(TyperGroup):
+    """The command group whose Click errors (an unknown option, a missing argument or option, a
+    value out of range or of the wrong type) print as the tool's one `error:` line naming the
+    culprit, exit 2, where Typer prints a usage line, a hint and a box: a scheduler's log keeps
+    the last line, and a script tells every refusal by its `error:` prefix. These errors come
+    from parsing the command line, before the command runs: nothing has been read or written."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if not standalone_mode:  # a caller that handles Click's exceptions itself
+            return super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        except ClickException as exc:
+            if type(exc).__name__ != "NoArgsIsHelpError":  # else Typer printed the help as it raised it
+                error_line(redact(click_error(exc)))
+            sys.exit(getattr(exc, "exit_code", EXIT_USAGE))
+        except typer.Abort:
+            error_line("aborted")
+            sys.exit(EXIT_FAILED)
+        sys.exit(code if isinstance(code, int) else EXIT_OK)  # Typer returns an Exit's code here
+
+
+def click_error(exc: Exception) -> str:
+    """Click's message on one line, in the tool's voice (lower case, no full stop), with the
+    command whose help lists the options."""
+    message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    text = " ".join(line.strip() for line in message.splitlines() if line.strip()).rstrip(".")
+    text = text[:1].lower() + text[1:]
+    ctx = getattr(exc, "ctx", None)
+    return f"{text} (see {ctx.command_path} --help)" if ctx is not None else text
 
 
 def show_warnings() -> None:

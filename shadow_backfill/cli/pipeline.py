@@ -14,7 +14,16 @@ from rich.table import Table
 from rich.text import Text
 
 from shadow_backfill.cli.limits import MaxDurationOption, PromotePartialOption, UntilOption, check_limits
-from shadow_backfill.cli.output import EXIT_HELD, fail, handle_errors, hold, out, split_partitions, stopped
+from shadow_backfill.cli.output import (
+    EXIT_HELD,
+    OneLineErrors,
+    fail,
+    handle_errors,
+    hold,
+    out,
+    split_partitions,
+    stopped,
+)
 from shadow_backfill.cli.render import print_run_plan, run_summary
 from shadow_backfill.cli.selection import (
     DryRunOption,
@@ -25,6 +34,7 @@ from shadow_backfill.cli.selection import (
     check_selection,
     select,
 )
+from shadow_backfill.errors import UsageError
 from shadow_backfill.pipeline.spec import load_pipeline
 from shadow_backfill.timebox import stop_on_sigterm
 from shadow_backfill.vocabulary import CheckStatus
@@ -34,9 +44,22 @@ if TYPE_CHECKING:
     from shadow_backfill.pipeline.runner import Pipeline
     from shadow_backfill.state import PipelineRecord
 
-app = typer.Typer(no_args_is_help=True, help="Backfill several tables as one: layers in dependency order.")
+app = typer.Typer(
+    cls=OneLineErrors, no_args_is_help=True, help="Backfill several tables as one: layers in dependency order."
+)
 PipelineArg = typer.Argument(..., help="The pipeline file (YAML).", show_default=False)
 STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "blocked": "magenta"}
+# Taken only to refuse it in words: a user who knows `promote --canary` tries it on a pipeline,
+# and "no such option" would not say why there is none.
+NoCanaryOption = typer.Option(None, "--canary", hidden=True, show_default=False)
+
+
+def refuse_canary(canary: str | None) -> None:
+    if canary is not None:
+        raise UsageError(
+            "--canary is for one table: a pipeline promotes its set in one commit per layer, upstream "
+            "first, all undone together on failure (promote a layer's config alone for a canary)"
+        )
 
 
 def open_pipeline(path: Path) -> Pipeline:
@@ -212,8 +235,10 @@ def promote(
     end: str | None = typer.Option(None, help="Last partition (included)."),
     partitions: str | None = typer.Option(None, help="Comma-separated partitions (all or nothing)."),
     allow_warn: bool | None = typer.Option(None, "--allow-warn/--no-allow-warn", help="Promote warned partitions."),
+    canary: str | None = NoCanaryOption,
 ) -> None:
     """Promote what passed in every layer: one commit per layer, upstream first, undone together on failure."""
+    refuse_canary(canary)
     result = open_pipeline(pipeline).promote(start, end, split_partitions(partitions), allow_warn=allow_warn)
     for line in promoted(result):
         out.print(line, markup=False)
@@ -285,8 +310,10 @@ def backfill(
     promote_partial: bool = PromotePartialOption,
     dry_run: bool = DryRunOption,
     as_json: bool = JsonOption,
+    canary: str | None = NoCanaryOption,
 ) -> None:
     """The main job over every layer: recompute -> validate -> promote the set -> report."""
+    refuse_canary(canary)
     check_selection(start, end, partitions, last, lag, as_json=as_json, dry_run=dry_run)
     check_limits(until, max_duration)
     p = open_pipeline(pipeline).for_dry_run() if dry_run else open_pipeline(pipeline)

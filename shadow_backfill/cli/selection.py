@@ -18,7 +18,7 @@ from shadow_backfill.cli.output import split_partitions
 from shadow_backfill.cli.render import print_run_plan
 from shadow_backfill.errors import UsageError
 from shadow_backfill.partitions import MAX_PARTITIONS
-from shadow_backfill.windows import parse_duration
+from shadow_backfill.windows import check_now, parse_duration
 
 if TYPE_CHECKING:
     from shadow_backfill.api import Backfill
@@ -60,7 +60,9 @@ def check_selection(
     as_json: bool = False,
     dry_run: bool = False,
 ) -> None:
-    """Options that cannot go together, refused (exit 2) before the config opens anything."""
+    """Options that cannot go together, and a `SHADOW_BACKFILL_NOW` that is empty or no
+    timestamp, refused (exit 2) before the config opens anything."""
+    check_now()
     if as_json and not dry_run:
         raise UsageError("--json goes with --dry-run (a run prints its progress and summary)")
     if last is None and lag is not None:
