@@ -40,6 +40,7 @@ class Case:
     damage: Callable[[Backend, Any], None] | None = None  # breaks something real after setup
     statuses: dict[str, str | None] = field(default_factory=dict)  # partition -> status after (None: unknown)
     logged: bool = False  # an unforeseen engine error: the line names a log file holding the traceback
+    env: dict[str, str] = field(default_factory=dict)  # the command's environment variables
 
 
 def drop_shadow(backend: Backend, bf: Any) -> None:
@@ -60,6 +61,8 @@ RUN = ["run", "{cfg}"]
 VIEW = "sb_bad_input_view"
 # A state store password: no case may print it or write it to a log (checked for every case).
 SECRET = "S3cret-Pw7"
+# Nor a piece of it: a password with an unescaped @ once showed its tail as the host.
+SECRET_PIECES = (SECRET, SECRET[:5], SECRET[5:])
 DEEP = 5000
 TR = "sb_test_transforms:"
 NOT_SQLITE = random.Random(7).randbytes(8192)  # a "state file" that is no database
@@ -118,6 +121,21 @@ CASES = [
     ),
     # bad ranges and partition values
     Case("reversed range", [*RUN, "--start", END, "--end", START], 2, "range is reversed"),
+    # values Typer checks while parsing: one line, as every other refusal
+    Case("--last 0", [*RUN, "--last", "0"], 2, "error: invalid value for '--last'"),
+    Case("--last -1", ["validate", "{cfg}", "--last", "-1"], 2, "error: invalid value for '--last'"),
+    Case("--canary 0", ["promote", "{cfg}", "--canary", "0"], 2, "error: invalid value for '--canary'"),
+    Case("--canary -1", ["promote", "{cfg}", "--canary", "-1"], 2, "error: invalid value for '--canary'"),
+    Case(
+        "pipeline promote --canary", ["pipeline", "promote", "{cfg}", "--canary", "1"], 2, "error: --canary is for one"
+    ),
+    Case(
+        "empty SHADOW_BACKFILL_NOW",
+        [*RUN, "--last", "3"],
+        2,
+        "error: SHADOW_BACKFILL_NOW is set but empty",
+        env={"SHADOW_BACKFILL_NOW": ""},
+    ),
     Case("empty partition list", [*RUN, "--partitions", " , "], 2, "--partitions is empty"),
     Case("start without end", [*RUN, "--start", START], 2, "--start and --end go together"),
     Case("range and list", [*RUN, "--start", START, "--end", END, "--partitions", START], 2, "not both"),
@@ -333,6 +351,20 @@ CASES = [
         2,
         "state.url is a postgresql:// URL that does not parse",
         edit={"state": {"url": f"postgresql://bob:{SECRET}@[::1/x"}},
+    ),
+    Case(
+        "state url with an unescaped @ in its password",
+        ["status", "{cfg}"],
+        1,
+        "error: cannot reach the state store at 127.0.0.1:1 (postgresql): connection failed",
+        edit={"state": {"url": f"postgresql+psycopg://u:{SECRET[:5]}@{SECRET[5:]}@127.0.0.1:1/db"}},
+    ),
+    Case(
+        "state url that is garbage holding a secret",
+        ["history", "{cfg}"],
+        2,
+        "error: state.url is a value that is not a database URL (e.g.",
+        edit={"state": {"url": f"{SECRET}garbage"}},
     ),
     Case(
         "state url with a driver not installed",
@@ -735,6 +767,12 @@ ANYWHERE = frozenset(
         "transform attribute missing",
         "sql file missing",
         "reversed range",
+        "--last 0",
+        "--last -1",
+        "--canary 0",
+        "--canary -1",
+        "pipeline promote --canary",
+        "empty SHADOW_BACKFILL_NOW",
         "empty partition list",
         "start without end",
         "range and list",
@@ -753,6 +791,8 @@ ANYWHERE = frozenset(
         "state url with a password, unreachable",
         "state url with a password in the query",
         "state url with a password that does not parse",
+        "state url with an unescaped @ in its password",
+        "state url that is garbage holding a secret",
         "state url with a driver not installed",
         "state url with an unknown driver",
         "state url that is no url",
@@ -845,13 +885,15 @@ def test_bad_input(
     _edit_config(cfg_path, case, expand)
     before = _tables(bf)
     logs = tmp_path / "logs"
-    result = CliRunner().invoke(app, [expand(a) for a in case.args], env={"SHADOW_BACKFILL_LOG_DIR": str(logs)})
+    env = {**case.env, "SHADOW_BACKFILL_LOG_DIR": str(logs)}
+    result = CliRunner().invoke(app, [expand(a) for a in case.args], env=env)
     output = result.output
     assert result.exit_code == case.code, output
     assert expand(case.words) in output, output
     assert "Traceback" not in output, output
     written_logs = sorted(logs.glob("*.log")) if logs.is_dir() else []
-    assert SECRET not in output + "".join(p.read_text() for p in written_logs), "a password was printed or logged"
+    printed = output + "".join(p.read_text() for p in written_logs)
+    assert not [p for p in SECRET_PIECES if p in printed], "a password or a piece of it was printed or logged"
     error_lines = [line for line in output.splitlines() if line.startswith("error:")]
     assert len(error_lines) == (1 if case.code else 0), output
     error_line = error_lines[0] if error_lines else ""
