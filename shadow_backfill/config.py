@@ -19,12 +19,14 @@ from pydantic import (
     Field,
     PositiveInt,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from shadow_backfill.errors import ConfigError, keep_secret
 from shadow_backfill.formats import FORMATS, spec
+from shadow_backfill.sql_guard import downstream_refusal, table_name
 from shadow_backfill.widening import is_type_name, normalize
 
 _COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -250,11 +252,37 @@ class DownstreamQuery(_Strict):
     keys: list[str] | None = None
     """With `compare`: the result's columns that identify a row (an aggregate's group keys, e.g.
     an integer `hour`); default: its non-numeric columns."""
+    reads: list[str] = Field(default_factory=list)
+    """Tables the query may read besides `{table}` (e.g. a dimension it joins): the query must be
+    one read-only `SELECT` reading only `{table}` and these, checked when the config is loaded."""
 
     @model_validator(mode="before")
     @classmethod
     def _from_path(cls, data: Any) -> Any:
         return {"sql": data} if isinstance(data, (str, Path)) else data
+
+    @field_validator("reads")
+    @classmethod
+    def _table_names(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if table_name(name) is None:
+                raise ValueError(f"{name!r} is not a table name (e.g. catalog.db.table)")
+        return v
+
+    @model_validator(mode="after")
+    def _read_only(self, info: ValidationInfo) -> DownstreamQuery:
+        """The query file, read and parsed when the config is loaded (`parse_config` passes its
+        folder): a query that could write is refused before Spark starts."""
+        base = (info.context or {}).get("base_dir")
+        if base is not None:
+            path = self.sql if self.sql.is_absolute() else base / self.sql
+            try:
+                text = read_text_file(path, "downstream query", MAX_CONFIG_BYTES)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+            if problem := downstream_refusal(text, self.reads):
+                raise ValueError(f"downstream query {str(self.sql)!r} {problem}")
+        return self
 
 
 class SchemaChanges(_Strict):
@@ -568,11 +596,13 @@ def parse_config(data: Any, *, source: str = "config", base_dir: Path | None = N
     """Validate an already-parsed mapping; every error names the offending field."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the config must be a YAML mapping, got {type(data).__name__}")
+    folder = (base_dir or Path.cwd()).resolve()
     try:
-        cfg = BackfillConfig.model_validate(data)
+        # the folder reaches the validators that read files the config names (downstream queries)
+        cfg = BackfillConfig.model_validate(data, context={"base_dir": folder})
     except ValidationError as exc:
         raise ConfigError(first_error(exc, source)) from None
-    cfg.base_dir = (base_dir or Path.cwd()).resolve()
+    cfg.base_dir = folder
     return cfg
 
 

@@ -23,6 +23,7 @@ from shadow_backfill.config import BackfillConfig, first_error, load_config, rea
 from shadow_backfill.errors import ConfigError
 from shadow_backfill.formats.locations import table_spelling
 from shadow_backfill.pipeline.graph import layer_order
+from shadow_backfill.pipeline.sql_layers import refuse_unsafe_sql_layers
 
 # A layer's key names the temporary view a SQL transform reads it by, so it is an identifier.
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -113,9 +114,10 @@ class PipelineFile:
 
 def load_pipeline(path: str | Path) -> PipelineFile:
     """Read a pipeline file and every layer's config; refuse, before any work, a cycle, a table
-    the pipeline does not list, two entries writing the same table, and layers that cannot share
+    the pipeline does not list, two entries writing the same table, layers that cannot share
     one Spark session and one state store (different formats, Spark settings, partitioning or
-    state stores)."""
+    state stores), and a SQL layer that is no read-only SELECT or reads a layer it does not
+    declare."""
     p = Path(path)
     data, _ = read_yaml(p, "pipeline file")
     spec = _parse(data, str(p))
@@ -123,6 +125,7 @@ def load_pipeline(path: str | Path) -> PipelineFile:
     configs = {key: load_config(p.parent / spec.tables[key].config) for key in order}
     _refuse_shared_tables(configs)
     _refuse_apart(configs)
+    refuse_unsafe_sql_layers(configs, {key: spec.tables[key].depends_on for key in order})
     return PipelineFile(p.resolve(), spec, order, configs)
 
 

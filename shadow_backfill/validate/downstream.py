@@ -13,12 +13,12 @@ change).
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from shadow_backfill.config import BackfillConfig, ValidationSpec
 from shadow_backfill.errors import ConfigError
+from shadow_backfill.sql_guard import downstream_refusal
 from shadow_backfill.validate.judge import grade
 from shadow_backfill.vocabulary import Check, CheckStatus, worst
 
@@ -26,7 +26,6 @@ CHECK = "downstream_query"
 # `compare: true` collects at most this many result rows per side: a consumer's aggregate, not
 # its rows (row-level data never comes to the driver beyond a bounded sample).
 MAX_COMPARED_ROWS = 1000
-_MARKER = re.compile(r"(?<![:\w]):partition\b")
 _NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal", "long", "integer")
 
 
@@ -233,7 +232,9 @@ class LoadedQuery:
 
 def load_queries(config: BackfillConfig) -> list[LoadedQuery]:
     """Every `validation.downstream_queries` file, read before any Spark job: a missing file, or
-    one without `{table}`, is named (exit 2) instead of failing every partition."""
+    one that is not a read-only SELECT of `{table}` and its `reads`, is named (exit 2) instead of
+    failing every partition. The config's load checked the files already; the text read here is
+    the one that runs, so it is checked again (a file may change between load and run)."""
     loaded = []
     for q in config.validation.downstream_queries:
         path = config.resolve(q.sql)
@@ -241,10 +242,8 @@ def load_queries(config: BackfillConfig) -> list[LoadedQuery]:
             text = path.read_text()
         except OSError as exc:
             raise ConfigError(f"validation.downstream_queries: cannot read {str(path)!r}: {exc.strerror}") from None
-        if "{table}" not in text:
-            raise ConfigError(
-                f"validation.downstream_queries: {str(path)!r} never names {{table}} (the table under test)"
-            )
+        if problem := downstream_refusal(text, q.reads):
+            raise ConfigError(f"validation.downstream_queries: downstream query {str(q.sql)!r} {problem}")
         loaded.append(LoadedQuery(str(q.sql), text, q.compare, q.keys))
     return loaded
 
@@ -257,9 +256,3 @@ def judge_on_live(name: str, key: str, run: QueryRun) -> Check:
     if not run.has_rows:
         return _check(name, CheckStatus.FAIL, f"returns no rows on live partition {key} after promotion")
     return _check(name, CheckStatus.PASS, f"runs on live partition {key} after promotion")
-
-
-def bind(text: str, table: str, partition: str) -> str:
-    """The query with `{table}` naming the table's view and each `:partition` (a word of its
-    own: not `::partition`, not `:partitions`) reading the partition view's one value."""
-    return _MARKER.sub(f"(SELECT p FROM `{partition}`)", text.replace("{table}", f"`{table}`"))

@@ -24,10 +24,10 @@ TRAINING = "SELECT id, amount, cat FROM {table} WHERE ds = :partition AND id = 0
 TOTALS = "SELECT cat, count(*) AS n, sum(amount) AS total FROM {table} WHERE ds = :partition GROUP BY cat"
 
 
-def _write_queries(bf: Any, **texts: str) -> None:
-    """The query files beside the config (the config names them relative to its folder; they
-    are read when a validation starts)."""
-    folder = Path(bf.config_path).parent / "queries"
+def _write_queries(beside: Path, **texts: str) -> None:
+    """The query files in the config's folder (the config names them relative to it; they are
+    read, and checked, when the config loads and again when a validation starts)."""
+    folder = beside / "queries"
     folder.mkdir(exist_ok=True)
     for name, text in texts.items():
         (folder / f"{name}.sql").write_text(text + "\n")
@@ -38,13 +38,13 @@ def _checks(bf: Any, partition: str) -> dict[str, Any]:
     return {c.column: c for c in verdict.checks if c.name == "downstream_query"}
 
 
-def test_a_partition_that_breaks_a_consumer_query_fails(make: MakeBackfill) -> None:
+def test_a_partition_that_breaks_a_consumer_query_fails(make: MakeBackfill, tmp_path: Path) -> None:
     queries = ["queries/training.sql", {"sql": "queries/totals.sql", "compare": True}]
+    _write_queries(tmp_path, training=TRAINING, totals=TOTALS)
     bf = make(
         transform={"function": "sb_test_transforms:drift_on_one_day"},
         validation={**LENIENT, "downstream_queries": queries},
     )
-    _write_queries(bf, training=TRAINING, totals=TOTALS)
     assert bf.run(START, END).ok
     result = bf.validate()
     verdicts = {v.partition: v.verdict.value for v in result.verdicts}
@@ -59,16 +59,16 @@ def test_a_partition_that_breaks_a_consumer_query_fails(make: MakeBackfill) -> N
     assert fine["queries/totals.sql"].message == "queries/totals.sql: gives live's result within the tolerance"
 
 
-def test_a_canary_whose_downstream_query_fails_is_rolled_back(make: MakeBackfill) -> None:
+def test_a_canary_whose_downstream_query_fails_is_rolled_back(make: MakeBackfill, tmp_path: Path) -> None:
     """The consumer's query passed on the shadow, then changed before the promotion: on live it
     fails for the canary's partitions, so the canary is rolled back and live is as before."""
+    _write_queries(tmp_path, training=TRAINING)
     bf = make(validation={**QUIET, "downstream_queries": ["queries/training.sql"]})
-    _write_queries(bf, training=TRAINING)
     assert bf.run(START, END).ok
     assert bf.validate().ok
     before = bf.read_live().collect()
     live_version = bf.table_format.current_version(bf.live_table)
-    _write_queries(bf, training="SELECT id, no_such_column FROM {table} WHERE ds = :partition")
+    _write_queries(tmp_path, training="SELECT id, no_such_column FROM {table} WHERE ds = :partition")
 
     cfg = str(bf.config_path)  # type: ignore[attr-defined]
     result = CliRunner().invoke(app, ["promote", cfg, "--canary", "2"])
@@ -84,9 +84,9 @@ def test_a_canary_whose_downstream_query_fails_is_rolled_back(make: MakeBackfill
 
 
 @pytest.mark.store
-def test_a_canary_that_passes_on_live_lets_the_rest_follow(make: MakeBackfill) -> None:
+def test_a_canary_that_passes_on_live_lets_the_rest_follow(make: MakeBackfill, tmp_path: Path) -> None:
+    _write_queries(tmp_path, training=TRAINING)
     bf = make(validation={**QUIET, "downstream_queries": ["queries/training.sql"]}, promote={"canary": 3})
-    _write_queries(bf, training=TRAINING)
     cfg = str(bf.config_path)  # type: ignore[attr-defined]
     result = CliRunner().invoke(app, ["backfill", cfg, "--start", START, "--end", END])
     assert result.exit_code == 0, result.output
@@ -100,3 +100,34 @@ def test_a_canary_that_passes_on_live_lets_the_rest_follow(make: MakeBackfill) -
     history = CliRunner().invoke(app, ["history", cfg, "--json"])
     steps = [(h["step"], h["steps_of"]) for h in json.loads(history.stdout)]
     assert steps == [("canary", canary.id), ("rest", canary.id)]
+
+
+def test_a_query_that_could_write_is_refused_before_anything_runs(make_backfill: MakeBackfill, tmp_path: Path) -> None:
+    """The issue's reproductions: each hostile query is refused when the config loads (exit 2,
+    one line naming the query and what it is), so no table changes. The refusal comes before
+    Spark or any table format is reached, so one backend proves it for all."""
+    _write_queries(tmp_path, training=TRAINING)
+    bf = make_backfill(validation={**QUIET, "downstream_queries": ["queries/training.sql"]})
+    assert bf.run(START, END).ok
+    live, copy = bf.live_table, f"{bf.live_table}_copy"
+    before = (bf.table_format.current_version(live), bf.read_live().count())
+    shadow = bf.table_format.current_version(bf.shadow_table)
+    cfg = str(bf.config_path)  # type: ignore[attr-defined]
+    hostile = {
+        f"DROP TABLE {live} -- {{table}}": "is a DROP statement, not a SELECT",
+        f"INSERT INTO {live} SELECT * FROM {{table}}": "is an INSERT statement, not a SELECT",
+        f"CREATE TABLE {copy} AS SELECT * FROM {{table}}": "is a CREATE statement, not a SELECT",
+        f"SELECT * FROM {{table}} WHERE ds = :partition; DROP TABLE {live}": "holds 2 statements",
+        f"SELECT * FROM {{table}} t JOIN {live} l USING (id)": f"reads {live}, which is not in its reads",
+    }
+    for text, found in hostile.items():
+        _write_queries(tmp_path, training=text)
+        for args in (["validate", cfg], ["promote", cfg, "--canary", "1"]):
+            result = CliRunner().invoke(app, args)
+            assert result.exit_code == 2, result.output
+            errors = [line for line in result.output.splitlines() if line.strip()]
+            assert len(errors) == 1 and "downstream query 'queries/training.sql' " + found in errors[0], result.output
+    assert (bf.table_format.current_version(live), bf.read_live().count()) == before
+    assert bf.table_format.current_version(bf.shadow_table) == shadow
+    assert not bf.table_format.exists(copy)
+    assert bf.verdicts() == [], "no validation ran"

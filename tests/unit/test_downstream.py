@@ -12,11 +12,11 @@ import yaml
 
 from shadow_backfill.config import ValidationSpec, load_config
 from shadow_backfill.errors import ConfigError
+from shadow_backfill.sql_guard import bind
 from shadow_backfill.validate.downstream import (
     MAX_COMPARED_ROWS,
     LoadedQuery,
     QueryRun,
-    bind,
     differences,
     judge_on_live,
     judge_query,
@@ -158,7 +158,29 @@ def test_query_files_are_read_with_the_config(tmp_path: Path) -> None:
     )
     loaded = load_queries(load_config(cfg))
     assert [(q.name, q.compare) for q in loaded] == [("q/good.sql", False), ("q/good.sql", True)]
-    for name, message in (("q/bad.sql", "never names {table}"), ("q/missing.sql", "cannot read")):
+    for name, message in (
+        ("q/bad.sql", "downstream query 'q/bad.sql' never reads {table}"),
+        ("q/missing.sql", "downstream query '.*missing.sql' does not exist"),
+    ):
         cfg.write_text(yaml.safe_dump({**base, "validation": {"downstream_queries": [name]}}))
-        with pytest.raises(ConfigError, match=message):
-            load_queries(load_config(cfg))
+        with pytest.raises(ConfigError, match=f"field 'validation.downstream_queries.0': {message}"):
+            load_config(cfg)
+
+
+def test_a_query_changed_after_the_config_loaded_is_checked_again(tmp_path: Path) -> None:
+    """The text that runs is the one read when the validation starts: it is held to the same
+    rule as the one the config's load read."""
+    query = tmp_path / "q.sql"
+    query.write_text("SELECT count(*) FROM {table}")
+    cfg = tmp_path / "c.yaml"
+    data = {"live_table": "local.db.f", "format": "iceberg", "partition": {"column": "ds"}}
+    cfg.write_text(
+        yaml.safe_dump({**data, "transform": {"function": "m:f"}, "validation": {"downstream_queries": ["q.sql"]}})
+    )
+    loaded = load_config(cfg)
+    query.write_text("DROP TABLE local.db.f -- {table}")
+    with pytest.raises(ConfigError) as caught:
+        load_queries(loaded)
+    assert str(caught.value) == (
+        "validation.downstream_queries: downstream query 'q.sql' is a DROP statement, not a SELECT"
+    )

@@ -19,7 +19,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from shadow_backfill.errors import first_line
-from shadow_backfill.validate.downstream import MAX_COMPARED_ROWS, LoadedQuery, QueryResult, QueryRun, bind
+from shadow_backfill.sql_guard import bind
+from shadow_backfill.validate.downstream import MAX_COMPARED_ROWS, LoadedQuery, QueryResult, QueryRun
 
 
 @contextmanager

@@ -1,0 +1,245 @@
+"""Reading a user's SQL before anything runs it: one read-only SELECT, and the tables it reads.
+
+A downstream query and a pipeline's SQL layer go to `spark.sql()`, which runs whatever
+statement it is given: a `DROP TABLE`, an `INSERT INTO` a live table, a `CALL` of a procedure.
+So their text is parsed first (sqlglot, Spark dialect) and must be exactly one `SELECT`
+(`WITH ... SELECT`, a `UNION` of selects, a parenthesised select). Inside it, nothing may run
+code or name its source dynamically: no `TRANSFORM ... USING` (a shell program), no `reflect`
+or `java_method` (a Java method), no table-valued function but the generators that only
+compute (`range`, `explode`, ...; `read_files`, `IDENTIFIER(...)` and the like are refused).
+What it reads is returned, names a `WITH` clause defines left out, so a caller can hold the
+query to the tables it may read.
+
+Table names are compared part by part, case-insensitively, with quotes dropped (`Local`.db.T
+is local.db.t), and tolerant of how much of the name is spelled: one name matches another when
+the shorter is the trailing part of the longer (`db.t` matches `local.db.t`; the catalog and
+database a short name resolves in are the session's, unknown before Spark starts).
+
+No PySpark here: this runs at config load, before a session exists.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+DIALECT = "spark"
+# Table-valued functions that compute rows from their arguments and read no storage.
+GENERATORS = frozenset(
+    {
+        "range",
+        "explode",
+        "explode_outer",
+        "inline",
+        "inline_outer",
+        "posexplode",
+        "posexplode_outer",
+        "stack",
+        "json_tuple",
+    }
+)
+# Functions that call a Java method by name: `reflect('java.lang.System', 'exit', 1)`.
+_RUNS_CODE = frozenset({"reflect", "java_method", "try_reflect"})
+# What the parser returns for a whole statement that is not a query (anything else is an
+# expression that parsed on its own, e.g. a misspelt keyword taken for a column).
+_STATEMENTS: tuple[type[exp.Expr], ...] = tuple(
+    getattr(exp, name)
+    for name in (
+        "DDL",
+        "DML",
+        "Command",
+        "Set",
+        "Cache",
+        "Uncache",
+        "Use",
+        "Alter",
+        "Drop",
+        "TruncateTable",
+        "Refresh",
+        "LoadData",
+        "MultitableInserts",
+        "Describe",
+        "Values",
+        "Show",
+        "Pragma",
+        "Analyze",
+        "Transaction",
+        "Commit",
+        "Rollback",
+        "Grant",
+        "Comment",
+    )
+    if isinstance(getattr(exp, name, None), type)
+)
+_MARKER = re.compile(r"(?<![:\w]):partition\b")
+# The names the placeholders stand for while a downstream query is checked.
+TABLE_PLACEHOLDER = "sb_table_under_test"
+PARTITION_PLACEHOLDER = "sb_partition_value"
+
+
+@dataclass(frozen=True)
+class TableName:
+    """A table a query names: its parts lower-cased and unquoted, and how to show it."""
+
+    parts: tuple[str, ...]
+    shown: str
+
+    def matches(self, other: TableName) -> bool:
+        """Same table as far as both names spell it (the shorter is the longer's tail)."""
+        n = min(len(self.parts), len(other.parts))
+        return self.parts[-n:] == other.parts[-n:]
+
+    def __str__(self) -> str:
+        return self.shown
+
+
+@dataclass(frozen=True)
+class ReadOnlySelect:
+    """The query is one read-only SELECT; `tables` is what it reads (no CTE names), in order."""
+
+    tables: tuple[TableName, ...]
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Why the text is not one read-only SELECT, phrased to follow the query's name ("is a
+    DROP statement, not a SELECT")."""
+
+    reason: str
+
+
+def bind(text: str, table: str, partition: str) -> str:
+    """A downstream query with `{table}` naming the table's view and each `:partition` (a word
+    of its own: not `::partition`, not `:partitions`) reading the partition view's one value."""
+    return _MARKER.sub(f"(SELECT p FROM `{partition}`)", text.replace("{table}", f"`{table}`"))
+
+
+def read_only_select(text: str) -> ReadOnlySelect | Refused:
+    """The one statement in `text`, if it is a SELECT that runs no code, with what it reads."""
+    try:
+        with _quiet_parser():
+            statements = [s for s in sqlglot.parse(text, dialect=DIALECT) if s is not None]
+    except (SqlglotError, RecursionError, ValueError) as exc:
+        return Refused(f"does not parse as Spark SQL: {_first_line(exc)}")
+    if not statements:
+        return Refused("holds no statement (only comments or nothing); one SELECT is expected")
+    if len(statements) > 1:
+        return Refused(f"holds {len(statements)} statements; one SELECT is allowed")
+    statement = statements[0]
+    if not isinstance(statement, exp.Query):
+        if not isinstance(statement, _STATEMENTS):
+            return Refused("is not a SELECT statement (nor any statement Spark SQL knows)")
+        kind = _kind(statement)
+        return Refused(f"is {_article(kind)} {kind} statement, not a SELECT")
+    if problem := _runs_something(statement):
+        return Refused(problem)
+    return _tables(statement)
+
+
+def table_name(text: str) -> TableName | None:
+    """A table name as a config spells it (`local.db.t`, ``delta.`/data/t` ``), or None when it
+    is not one."""
+    try:
+        with _quiet_parser():
+            table = sqlglot.parse_one(text, dialect=DIALECT, into=exp.Table)
+    except (SqlglotError, RecursionError, ValueError):
+        return None
+    if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier) or table.alias:
+        return None
+    return _name(table)
+
+
+def downstream_refusal(text: str, reads: Iterable[str]) -> str | None:
+    """Why a downstream query may not run (None: it may): it must be one read-only SELECT that
+    reads the `{table}` view and otherwise only tables in `reads`. Placeholders are bound the
+    way they are when it runs, so the parser sees the SQL Spark will see."""
+    checked = read_only_select(bind(text, TABLE_PLACEHOLDER, PARTITION_PLACEHOLDER))
+    if isinstance(checked, Refused):
+        return checked.reason
+    allowed = [t for t in (table_name(r) for r in reads) if t is not None]
+    placeholders = {(TABLE_PLACEHOLDER,), (PARTITION_PLACEHOLDER,)}
+    for table in checked.tables:
+        if table.parts not in placeholders and not any(table.matches(a) for a in allowed):
+            return f"reads {table}, which is not in its reads"
+    if (TABLE_PLACEHOLDER,) not in {t.parts for t in checked.tables}:
+        return "never reads {table} (the table under test)"
+    return None
+
+
+def _runs_something(query: exp.Expr) -> str | None:
+    """What inside a SELECT writes, runs code, or is no SELECT at all."""
+    for node in query.walk():
+        if isinstance(node, (exp.DDL, exp.DML, exp.Command, exp.Set, exp.Cache)):
+            kind = _kind(node)
+            return f"holds {_article(kind)} {kind} statement; only a SELECT is allowed"
+        if isinstance(node, exp.QueryTransform):
+            return "uses TRANSFORM ... USING, which runs a program"
+        if isinstance(node, exp.Select) and node.args.get("into") is not None:
+            return "is a SELECT ... INTO, which writes a table"
+        if isinstance(node, exp.Func) and _func_name(node) in _RUNS_CODE:
+            return f"calls {_func_name(node)}, which runs a Java method"
+    return None
+
+
+def _tables(query: exp.Expr) -> ReadOnlySelect | Refused:
+    defined = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
+    seen: dict[tuple[str, ...], TableName] = {}
+    for table in query.find_all(exp.Table):
+        if not isinstance(table.this, exp.Identifier):
+            name = _func_name(table.this) if isinstance(table.this, exp.Func) else type(table.this).__name__
+            if name not in GENERATORS:
+                return Refused(f"reads the table-valued function {name}(...), not a table")
+            continue
+        found = _name(table)
+        if len(found.parts) == 1 and found.parts[0] in defined:
+            continue  # a name its WITH clause defines
+        seen.setdefault(found.parts, found)
+    return ReadOnlySelect(tuple(seen.values()))
+
+
+def _name(table: exp.Table) -> TableName:
+    parts = tuple(p.name.lower() for p in table.parts)
+    return TableName(parts, exp.table_name(table, dialect=DIALECT))
+
+
+def _func_name(func: exp.Expr) -> str:
+    if isinstance(func, exp.Anonymous):
+        return str(func.name).lower()
+    return func.sql_name().lower() if isinstance(func, exp.Func) else func.key
+
+
+def _kind(statement: exp.Expr) -> str:
+    """The statement's keyword as a user wrote it: DROP, INSERT, CALL, SET, ..."""
+    if isinstance(statement, exp.Command):
+        return str(statement.this).upper()
+    names = {"MultitableInserts": "INSERT", "TruncateTable": "TRUNCATE", "LoadData": "LOAD DATA"}
+    return names.get(type(statement).__name__, statement.key.upper())
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "AEIO" or word in ("UPDATE", "UNCACHE") else "a"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return " ".join(text[0].split())[:200] if text else type(exc).__name__
+
+
+@contextmanager
+def _quiet_parser() -> Iterator[None]:
+    """sqlglot logs a warning when it falls back to an opaque command (`CALL ...`): the refusal
+    says it in one line instead, so nothing else reaches stderr."""
+    logger = logging.getLogger("sqlglot")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
