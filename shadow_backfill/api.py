@@ -12,6 +12,7 @@ import datetime as dt
 import time
 import warnings
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -25,6 +26,7 @@ from shadow_backfill.errors import LocalLocksWarning, TableNotFoundError, UsageE
 from shadow_backfill.formats import format_for
 from shadow_backfill.formats.base import TableFormat
 from shadow_backfill.ledger import reconcile
+from shadow_backfill.ownership import TableHold, writes_table
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.promote import Promoter, PromotionPlan
 from shadow_backfill.recompute import ProgressCallback, Recompute, RunOptions, RunResult
@@ -90,6 +92,7 @@ class Backfill:
         self._spark = spark
         self._inputs = inputs
         self._reading_store: StateStore | None = None  # set for the object's life by for_dry_run
+        self.hold = TableHold()  # on the live table while a command writes (`ownership`)
 
     @classmethod
     def from_config(cls, path: str | Path, spark: SparkSession | None = None) -> Backfill:
@@ -172,6 +175,13 @@ class Backfill:
     def shadow_table(self) -> str:
         return self.config.shadow
 
+    def holding_table(self, command: str) -> AbstractContextManager[None]:
+        """The live table held for a writing command, or refused at once if a pipeline command
+        holds it (`ownership`); a dry-run object writes nothing and holds nothing."""
+        if self._reading_store is not None:
+            return nullcontext()
+        return self.hold.held(lambda: self.store, self.live_table, command)
+
     # ---- reading -----------------------------------------------------------------------------
 
     def read_live(self, partitions: Sequence[str] | None = None, version: int | None = None) -> DataFrame:
@@ -187,6 +197,7 @@ class Backfill:
 
     # ---- commands ----------------------------------------------------------------------------
 
+    @writes_table("run")
     def run(
         self,
         start: str | None = None,
@@ -351,6 +362,7 @@ class Backfill:
         """What `promote` would do (the dry run): partitions, refusals with reasons, live version."""
         return self.promoter().plan(self._keys(partitions), allow_warn=self._allow_warn(allow_warn))
 
+    @writes_table("promote")
     def promote(
         self, partitions: list[str] | None = None, *, allow_warn: bool | None = None
     ) -> tuple[PromotionPlan, PromotionRecord | None]:
@@ -360,6 +372,7 @@ class Backfill:
             self._keys(partitions), allow_warn=self._allow_warn(allow_warn), strict=partitions is not None
         )
 
+    @writes_table("promote-canary")
     def promote_canary(
         self, n: int, partitions: list[str] | None = None, *, allow_warn: bool | None = None
     ) -> CanaryResult:
@@ -379,6 +392,7 @@ class Backfill:
     def _allow_warn(self, allow_warn: bool | None) -> bool:
         return self.config.promote.allow_warn if allow_warn is None else allow_warn
 
+    @writes_table("rollback")
     def rollback(
         self, promotion_id: str | None = None, *, to_version: int | None = None, force: bool = False
     ) -> PromotionRecord:
@@ -392,6 +406,7 @@ class Backfill:
         assert to_version is not None
         return rb.to_version(to_version)
 
+    @writes_table("backfill")
     def backfill(
         self,
         start: str | None = None,
@@ -449,12 +464,13 @@ class Backfill:
         later day)."""
         clock = time.time() if now is None else now
         older_than_ms = int((clock - self.config.promote.retention_days * 86400) * 1000)
-        fmt = self.table_format
-        return {
-            table: fmt.collect_garbage(table, older_than_ms, dry_run=dry_run, now_ms=int(clock * 1000))
-            for table in (self.live_table, self.shadow_table)
-            if fmt.exists(table)
-        }
+        with nullcontext() if dry_run else self.holding_table("gc"):
+            fmt = self.table_format
+            return {
+                table: fmt.collect_garbage(table, older_than_ms, dry_run=dry_run, now_ms=int(clock * 1000))
+                for table in (self.live_table, self.shadow_table)
+                if fmt.exists(table)
+            }
 
     def history(self, *, reconcile_live: bool = True) -> list[PromotionRecord]:
         """Promotions and rollbacks of the live table, oldest first. With `reconcile_live`,

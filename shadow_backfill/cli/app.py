@@ -131,19 +131,20 @@ def run(
         )
         return
     start, end, names = chosen.start, chosen.end, chosen.partitions
-    _requested, to_do = bf.plan(start, end, names, force=force, allow_code_change=allow_code_change)
-    with stop_on_sigterm(box), recompute_progress(bf.shadow_table, len(to_do)) as advance:
-        result = bf.run(
-            start,
-            end,
-            names,
-            max_parallel=max_parallel,
-            chunk_size=chunk_size,
-            force=force,
-            allow_code_change=allow_code_change,
-            on_progress=advance,
-            timebox=box,
-        )
+    with bf.holding_table("run"):  # before the plan starts Spark: a table a pipeline holds is refused at once
+        _requested, to_do = bf.plan(start, end, names, force=force, allow_code_change=allow_code_change)
+        with stop_on_sigterm(box), recompute_progress(bf.shadow_table, len(to_do)) as advance:
+            result = bf.run(
+                start,
+                end,
+                names,
+                max_parallel=max_parallel,
+                chunk_size=chunk_size,
+                force=force,
+                allow_code_change=allow_code_change,
+                on_progress=advance,
+                timebox=box,
+            )
     out.print(run_summary(result, bf.shadow_table))
     fail_if_incomplete(result)
 
@@ -317,20 +318,21 @@ def backfill(
         show_dry_run(bf, chosen, as_json=as_json, max_parallel=max_parallel, force=force)
         return
     start, end, names = chosen.start, chosen.end, chosen.partitions
-    _requested, to_do = bf.plan(start, end, names, force=force)
-    with stop_on_sigterm(box), recompute_progress(bf.shadow_table, len(to_do)) as advance:
-        result = bf.backfill(
-            start,
-            end,
-            names,
-            max_parallel=max_parallel,
-            force=force,
-            promote=promote_passing,
-            report_dir=report_dir,
-            on_progress=advance,
-            timebox=box,
-            promote_partial=promote_partial,
-        )
+    with bf.holding_table("backfill"):  # before the plan starts Spark, as for `run`
+        _requested, to_do = bf.plan(start, end, names, force=force)
+        with stop_on_sigterm(box), recompute_progress(bf.shadow_table, len(to_do)) as advance:
+            result = bf.backfill(
+                start,
+                end,
+                names,
+                max_parallel=max_parallel,
+                force=force,
+                promote=promote_passing,
+                report_dir=report_dir,
+                on_progress=advance,
+                timebox=box,
+                promote_partial=promote_partial,
+            )
     print_backfill(result)
 
 

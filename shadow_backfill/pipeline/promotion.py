@@ -17,7 +17,8 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 
 from shadow_backfill.api import Backfill
-from shadow_backfill.errors import RefusedError, UsageError, first_line
+from shadow_backfill.errors import RefusedError, ShadowBackfillError, UsageError, first_line
+from shadow_backfill.ledger import record_from_commit
 from shadow_backfill.state import PROMOTE, ROLLBACK, PipelineRecord, PromotionRecord, StateStore, new_id, utcnow
 from shadow_backfill.state.pipelines import DONE, PROMOTING, UNDOING
 
@@ -129,24 +130,35 @@ class SetPromotion:
         return done
 
     def rollback(self, promotion_id: str) -> PipelineRecord:
-        """Undo a pipeline promotion: each layer's promotion, downstream first."""
-        rec = self.store.pipeline_record(promotion_id)
-        if rec is None or rec.pipeline != self.pipeline:
-            raise UsageError(f"no pipeline promotion {promotion_id!r} of this pipeline")
-        if rec.kind != PROMOTE:
-            raise UsageError(f"{promotion_id} is a rollback; roll back the promotions themselves")
-        if rec.undone_by is not None:
-            raise RefusedError(f"pipeline promotion {promotion_id} was already rolled back by {rec.undone_by}")
-        if rec.state != DONE:
-            raise RefusedError(f"pipeline promotion {promotion_id} is still {rec.state}: run `pipeline promote` first")
-        members = []
+        """Undo a pipeline promotion: each layer's promotion, downstream first, then a check that
+        the set is back where it was (`_unmoved`).
+
+        A layer is back where the set found it when its promotion of the set was undone (by this
+        rollback or an earlier one) and nothing has touched those partitions since: the undo
+        restored them as they were at the version the layer's promotion records as its base,
+        and a later commit on them (a single-table promote or run, another writer) means the
+        layer holds something else now. That is checked before anything is undone, so a layer
+        something moved refuses the whole rollback with nothing written, and again after, so a
+        writer that slipped in meanwhile (one outside this tool, which the ownership leases do
+        not bind) fails the command naming the layer instead of a success over a mixed set."""
+        rec = self._to_roll_back(promotion_id)
+        for key, layer_promotion in rec.members:
+            self._unmoved(key, self._undone_or_not(key, layer_promotion), rec.id, "nothing was rolled back")
+        members: list[tuple[str, str]] = []
         for key, layer_promotion in reversed(rec.members):
             bf = self.layers[key]
             layer_rec = bf.store.promotion(layer_promotion)
-            if layer_rec is not None and layer_rec.undone_by is None:
-                members.append((key, bf.rollback(layer_promotion).id))
-            elif layer_rec is not None and layer_rec.undone_by is not None:
-                members.append((key, layer_rec.undone_by))
+            try:
+                if layer_rec is not None and layer_rec.undone_by is None:
+                    members.append((key, bf.rollback(layer_promotion).id))
+                elif layer_rec is not None and layer_rec.undone_by is not None:
+                    members.append((key, layer_rec.undone_by))
+            except ShadowBackfillError as exc:
+                raise RefusedError(
+                    f"pipeline rollback of {promotion_id} stopped at table {key!r}: {first_line(exc)}; "
+                    f"the set is mixed: rolled back {', '.join(k for k, _ in members) or 'none'}, not {key!r} "
+                    "and the tables upstream of it"
+                ) from exc
         out = PipelineRecord(
             id=new_id("pipeline-rollback"),
             pipeline=rec.pipeline,
@@ -156,7 +168,47 @@ class SetPromotion:
             target=rec.id,
         )
         self.store.record_pipeline(out)
+        for key, rollback_id in members:
+            self._unmoved(key, rollback_id, rec.id, f"the set is mixed although {out.id} rolled back every table")
         return out
+
+    def _to_roll_back(self, promotion_id: str) -> PipelineRecord:
+        """The set promotion `promotion_id`, if it can be rolled back."""
+        rec = self.store.pipeline_record(promotion_id)
+        if rec is None or rec.pipeline != self.pipeline:
+            raise UsageError(f"no pipeline promotion {promotion_id!r} of this pipeline")
+        if rec.kind != PROMOTE:
+            raise UsageError(f"{promotion_id} is a rollback; roll back the promotions themselves")
+        if rec.undone_by is not None:
+            raise RefusedError(f"pipeline promotion {promotion_id} was already rolled back by {rec.undone_by}")
+        if rec.state != DONE:
+            raise RefusedError(f"pipeline promotion {promotion_id} is still {rec.state}: run `pipeline promote` first")
+        return rec
+
+    def _undone_or_not(self, key: str, layer_promotion: str) -> str:
+        """The layer's last step of the set: the rollback that undid its promotion, or the promotion."""
+        found = self.layers[key].store.promotion(layer_promotion)
+        return found.undone_by if found is not None and found.undone_by else layer_promotion
+
+    def _unmoved(self, key: str, step_id: str, set_id: str, then: str) -> None:
+        """Refuse, naming the layer and the commit, when a commit after the layer's `step_id` (its
+        promotion of the set, or the rollback of it) touched that step's partitions."""
+        bf = self.layers[key]
+        bf.history()  # reconciles the store with live's log: a commit whose audit row was lost counts
+        step = bf.store.promotion(step_id)
+        if step is None or step.live_version_after is None:
+            raise RefusedError(f"table {key!r} has no record of {step_id} of pipeline promotion {set_id}; {then}")
+        fmt = bf.table_format
+        fmt.refresh(bf.live_table)
+        moved = fmt.commits_touching(bf.live_table, step.live_version_after, step.partitions)
+        if moved:
+            commit, hit = moved[0]
+            made = record_from_commit(commit, bf.live_table)
+            by = f"{made.kind} {made.id}" if made is not None else "a writer other than shadow-backfill"
+            raise RefusedError(
+                f"table {key!r} ({bf.live_table}) moved since {step_id} of pipeline promotion {set_id}: "
+                f"commit {commit.version} ({by}) changed partitions {hit[:5]}; {then}"
+            )
 
 
 # A layer's audit row is stamped by the same driver clock as the set's record; one recovered by

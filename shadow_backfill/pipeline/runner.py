@@ -25,9 +25,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from shadow_backfill.api import Backfill
 from shadow_backfill.errors import RefusedError, TransformError, UsageError, first_line
+from shadow_backfill.ownership import holding_tables
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.pipeline.gate import BLOCKED, PipelineVerdict, pipeline_verdicts, promotable
-from shadow_backfill.pipeline.lease import holding_tables
 from shadow_backfill.pipeline.promotion import SetPromotion
 from shadow_backfill.pipeline.results import PipelineBackfill, PipelinePromotion, PipelineRun, PipelineValidation
 from shadow_backfill.pipeline.schedule import Task, run_chunks
@@ -45,7 +45,7 @@ R = TypeVar("R")
 
 
 def one_at_a_time(method: Callable[Concatenate[Pipeline, P], R]) -> Callable[Concatenate[Pipeline, P], R]:
-    """A command that writes holds every layer's pipeline lease while it runs (`_exclusive`)."""
+    """A command that writes holds every layer's table while it runs (`_exclusive`)."""
 
     @functools.wraps(method)
     def wrapper(self: Pipeline, *args: P.args, **kwargs: P.kwargs) -> R:
@@ -89,19 +89,24 @@ class Pipeline:
 
     @contextmanager
     def _exclusive(self) -> Iterator[None]:
-        """Hold every layer's pipeline lease for the command (`pipeline.lease`); a command
-        inside another (`backfill` runs `run`, `validate`, `promote`) holds it once."""
+        """Hold every layer's table alone for the command (`ownership`), the layers' own
+        commands passing through; a command inside another (`backfill` runs `run`, `validate`,
+        `promote`) holds them once."""
         if self._holding:
             yield
             return
-        with holding_tables(self.store, [self.layers[k].live_table for k in self.order]):
+        with holding_tables(self.store, [self.layers[k].live_table for k in self.order]) as owner:
             self._holding = True
             self._finished = None
+            for bf in self.layers.values():
+                bf.hold.owner = owner
             try:
                 self._finish_cut_off()
                 yield
             finally:
                 self._holding = False
+                for bf in self.layers.values():
+                    bf.hold.owner = None
 
     def _open(self) -> None:
         """One Spark session for every layer, opened from the first layer's config; the start

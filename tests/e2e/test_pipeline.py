@@ -21,16 +21,17 @@ from typing import Any
 
 import pytest
 import sb_test_transforms as t
-import yaml
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
-from support import END, QUIET, START, MakeBackfill
+from support import END, START, MakeBackfill
 from support.backends import BACKENDS
 from support.clocks import Ticks
+from support.pipelines import TRANSFORMS
+from support.pipelines import make_pipeline as _pipeline
 from support.processes import killable_cli_env
 from typer.testing import CliRunner
 
-from shadow_backfill import Backfill, Pipeline, RefusedError
+from shadow_backfill import Pipeline, RefusedError
 from shadow_backfill.cli import app
 from shadow_backfill.timebox import TimeBox
 
@@ -41,38 +42,6 @@ RANGE = ["--start", START, "--end", END]
 
 def _same(a: Any, b: Any) -> None:
     assert_df_equality(a, b, ignore_row_order=True, ignore_nullable=True, ignore_column_order=True)
-
-
-TRANSFORMS = {
-    "raw": {"function": "sb_test_transforms:events"},
-    "staging": {"function": "sb_test_transforms:staging_v2"},
-    "features": {"function": "sb_test_transforms:features_v2"},
-}
-
-
-def _pipeline(
-    make: MakeBackfill,
-    tmp_path: Path,
-    spark: Any,
-    transforms: dict[str, Any] = TRANSFORMS,
-    **extra: Any,
-) -> tuple[Pipeline, dict[str, Backfill]]:
-    """Three layers, each an ordinary config with its live table seeded by the v1 logic, one
-    state store for all."""
-    state = {"url": f"sqlite:///{tmp_path / 'pipeline-state.db'}"}
-    layers = {key: make(transform=spec, validation=QUIET, state=state) for key, spec in transforms.items()}
-    spec = {
-        "tables": {
-            "raw": {"config": str(layers["raw"].config_path)},  # type: ignore[attr-defined]
-            "staging": {"config": str(layers["staging"].config_path), "depends_on": ["raw"]},  # type: ignore[attr-defined]
-            "features": {"config": str(layers["features"].config_path), "depends_on": ["staging"]},  # type: ignore[attr-defined]
-        },
-        "consistency": [{"upstream": "raw", "downstream": "staging", "rows_ratio": {"min": 0.98, "max": 1.0}}],
-        **extra,
-    }
-    path = tmp_path / "pipeline.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return Pipeline.from_file(path, spark=spark), layers
 
 
 @pytest.mark.store

@@ -314,7 +314,7 @@ def test_two_pipeline_commands_sharing_a_table_cannot_run_at_once(tmp_path: Path
     """Two pipeline files whose layers share `db.staging`: while one command holds its tables,
     the other is refused naming the table and the holder; once it has finished, the other runs."""
     from shadow_backfill.errors import RefusedError
-    from shadow_backfill.pipeline.lease import holding_tables
+    from shadow_backfill.ownership import holding_tables
     from shadow_backfill.state import StateStore
 
     store = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
