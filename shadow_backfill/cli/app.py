@@ -20,8 +20,10 @@ from shadow_backfill.cli.render import (
     exit_for_verdicts,
     fail_if_incomplete,
     history_table,
+    nothing_promoted,
     print_backfill,
     print_canary,
+    print_finished_canaries,
     print_plan,
     print_verdicts,
     promoted_line,
@@ -212,14 +214,34 @@ def promote(
     if dry_run:
         print_plan(bf.plan_promotion(names, allow_warn=allow_warn), dry_run=True)
         return
-    if (n := canary or bf.config.promote.canary) is not None:
+    from shadow_backfill.canary import too_few  # PySpark: not for every command's start
+
+    n = canary or bf.config.promote.canary
+    if n is not None and names is not None and n >= len(set(names)):
+        raise too_few(n, len(set(names)))  # before Spark starts: the names are the promotion
+    _say_recorded(bf)
+    print_finished_canaries(bf.finish_unchecked_canaries())
+    if n is not None:
         print_canary(bf.promote_canary(n, names, allow_warn=allow_warn))
         return
     plan, rec = bf.promote(names, allow_warn=allow_warn)
     print_plan(plan, dry_run=False)
     if rec is None:
-        fail("nothing promoted: no partition passed every check")
+        fail(nothing_promoted(plan))
     out.print(promoted_line(rec))
+
+
+def _say_recorded(bf: Backfill) -> None:
+    """Record, and say, each promotion or rollback a kill cut off between its commit and its
+    row in the state store: the rerun finishes it (from the commit's own audit trail)."""
+    known = {r.id for r in bf.store.promotions(bf.live_table)}
+    for rec in bf.history(reconcile_live=True):
+        if rec.id not in known:
+            out.print(
+                f"{rec.id}: finished a {rec.kind} of {len(rec.partitions)} partition(s) cut off by a kill "
+                "after its commit (recorded from live's history)",
+                markup=False,
+            )
 
 
 @app.command()
@@ -307,8 +329,15 @@ def backfill(
     if dry_run:
         show_dry_run(bf, chosen, as_json=as_json, max_parallel=max_parallel, force=force)
         return
+    from shadow_backfill.canary import too_few  # PySpark: not for every command's start
+
     start, end, names = chosen.start, chosen.end, chosen.partitions
-    _requested, to_do = bf.plan(start, end, names, force=force)
+    requested, to_do = bf.plan(start, end, names, force=force)
+    if promote_passing and (n := bf.config.promote.canary) and n >= len(requested):
+        raise too_few(n, len(requested), name="promote.canary")  # before anything is written
+    if promote_passing:
+        _say_recorded(bf)
+        print_finished_canaries(bf.finish_unchecked_canaries())
     with stop_on_sigterm(box), recompute_progress(bf.shadow_table, len(to_do)) as advance:
         result = bf.backfill(
             start,

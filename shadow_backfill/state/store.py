@@ -26,6 +26,7 @@ from shadow_backfill.errors import (
     redact,
 )
 from shadow_backfill.state.audit import AuditTrail
+from shadow_backfill.state.canaries import CanaryTrail
 from shadow_backfill.state.db import first_line
 from shadow_backfill.state.leases import Leases
 from shadow_backfill.state.migrate import add_new_columns
@@ -42,7 +43,7 @@ _USERINFO = re.compile(r"^(?P<user>[^:/]*):(?P<password>[^@]*)@")
 _SECRET_PARAM = SECRET_NAME
 
 
-class StateStore(Runs, Partitions, VerdictStore, AuditTrail, PipelineTrail, Leases):
+class StateStore(Runs, Partitions, VerdictStore, AuditTrail, CanaryTrail, PipelineTrail, Leases):
     """All reads and writes of run and partition state go through here."""
 
     def __init__(self, url: str, *, migrate: bool = True) -> None:
