@@ -23,25 +23,34 @@ from typing import TYPE_CHECKING
 
 from shadow_backfill import testpoints
 from shadow_backfill.canary_recovery import CANARY, REST, FinishedCanary, checks_on_live, finish_all, undo
-from shadow_backfill.errors import RefusedError, ShadowBackfillError, UsageError, first_line
+from shadow_backfill.errors import RefusedError, ShadowBackfillError, first_line
 from shadow_backfill.ledger import LOCK_TTL_S
+from shadow_backfill.promote import PromotionPlan
 from shadow_backfill.state import PROMOTE, PromotionRecord, StateStore, describe_owner, lock_owner, new_id
-from shadow_backfill.state.canaries import CHECKED, NOT_COMMITTED, ROLLED_BACK, CanaryRecord
+from shadow_backfill.state.canaries import CHECKED, NOT_COMMITTED, ROLLED_BACK, CanaryRecord, too_few
 from shadow_backfill.validate.downstream import LoadedQuery, load_queries
 from shadow_backfill.vocabulary import Check, CheckStatus
 
 if TYPE_CHECKING:
     from shadow_backfill.api import Backfill
-    from shadow_backfill.promote import PromotionPlan
 
-__all__ = ["CANARY", "REST", "CanaryResult", "FinishedCanary", "finish_unchecked", "promote_with_canary"]
+__all__ = [
+    "CANARY",
+    "REST",
+    "CanaryResult",
+    "FinishedCanary",
+    "finish_unchecked",
+    "promote_with_canary",
+    "too_few",
+]
 
 
 @dataclass
 class CanaryResult:
     """What a canary promotion did: its canary commit, the checks on live, and either the rest's
     commit or the rollback of the canary. `finished`: canaries a kill had left unchecked, whose
-    checks this command ran first."""
+    checks this command ran first; if one failed (and was rolled back), nothing else was
+    promoted (`canary` is None)."""
 
     plan: PromotionPlan
     canary: PromotionRecord | None
@@ -53,18 +62,6 @@ class CanaryResult:
     @property
     def failed(self) -> list[Check]:
         return [c for c in self.checks if c.status == CheckStatus.FAIL]
-
-
-def too_few(n: int, count: int, *, name: str = "--canary", refused: bool = False) -> ShadowBackfillError:
-    """`--canary N` with nothing left for after the canary's checks: a canary of every partition
-    would be an unchecked promotion of them all, so it is a usage error, found before anything
-    is written. A `backfill` whose validation passed too few for `promote.canary` (`refused`)
-    refuses its promotion after writing the shadow: a refusal, exit 1."""
-    kind = RefusedError if refused else UsageError
-    return kind(
-        f"{name} {n}: only {count} partition(s) to promote, and a canary must leave at least one "
-        f"for after its checks; nothing was promoted (use a canary under {count}, or none)"
-    )
 
 
 @contextmanager
@@ -110,7 +107,8 @@ def promote_with_canary(bf: Backfill, n: int, partitions: list[str] | None, allo
     canary_id = new_id(PROMOTE)
     with canary_lock(bf.store, bf.live_table, canary_id):
         finished = finish_all(bf, queries)
-        refuse_after_failed(finished)
+        if any(f.rolled_back is not None for f in finished):  # its data is not promoted again now
+            return CanaryResult(PromotionPlan([], {}, None, {}), None, finished=finished)
         plan = bf.plan_promotion(partitions, allow_warn=allow_warn)
         if not plan.partitions or (partitions is not None and plan.refused):
             return CanaryResult(plan, *bf.promote_now(partitions, allow_warn=allow_warn)[1:], finished=finished)

@@ -209,21 +209,21 @@ def promote(
     ),
 ) -> None:
     """Promote passing shadow partitions into the live table in ONE atomic commit."""
-    bf = open_backfill(config).for_dry_run() if dry_run else open_backfill(config)
     names = split_partitions(partitions)
+    n = canary or load_config(config).promote.canary
+    if not dry_run and n is not None and names is not None and n >= len(set(names)):
+        from shadow_backfill.state.canaries import too_few  # SQLAlchemy: not for every command's start
+
+        raise too_few(n, len(set(names)))  # before Spark starts: the names are the promotion
+    bf = open_backfill(config).for_dry_run() if dry_run else open_backfill(config)
     if dry_run:
         print_plan(bf.plan_promotion(names, allow_warn=allow_warn), dry_run=True)
         return
-    from shadow_backfill.canary import too_few  # PySpark: not for every command's start
-
-    n = canary or bf.config.promote.canary
-    if n is not None and names is not None and n >= len(set(names)):
-        raise too_few(n, len(set(names)))  # before Spark starts: the names are the promotion
     _say_recorded(bf)
-    print_finished_canaries(bf.finish_unchecked_canaries())
     if n is not None:
         print_canary(bf.promote_canary(n, names, allow_warn=allow_warn))
         return
+    print_finished_canaries(bf.finish_unchecked_canaries())
     plan, rec = bf.promote(names, allow_warn=allow_warn)
     print_plan(plan, dry_run=False)
     if rec is None:
@@ -329,7 +329,7 @@ def backfill(
     if dry_run:
         show_dry_run(bf, chosen, as_json=as_json, max_parallel=max_parallel, force=force)
         return
-    from shadow_backfill.canary import too_few  # PySpark: not for every command's start
+    from shadow_backfill.state.canaries import too_few  # SQLAlchemy: not for every command's start
 
     start, end, names = chosen.start, chosen.end, chosen.partitions
     requested, to_do = bf.plan(start, end, names, force=force)

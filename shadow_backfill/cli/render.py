@@ -262,7 +262,9 @@ def print_finished_canaries(finished: list[Any]) -> None:
 
 
 def print_canary(result: Any) -> None:
-    """A canary promotion, step by step; exits 1 naming the check if the canary was rolled back."""
+    """A canary promotion, step by step; exits 1 naming the check if the canary was rolled back
+    (or a canary a kill had left unchecked failed its checks now)."""
+    print_finished_canaries(result.finished)
     if result.canary is None:
         print_plan(result.plan, dry_run=False)
         fail(nothing_promoted(result.plan))

@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import select, update
 
+from shadow_backfill.errors import RefusedError, ShadowBackfillError, UsageError
 from shadow_backfill.state.db import Db, aware, current_user, from_row, plain, utcnow
 from shadow_backfill.state.schema import canaries
 
@@ -87,3 +88,15 @@ class CanaryTrail(Db):
                 .all()
             )
         return [_canary(r) for r in rows]
+
+
+def too_few(n: int, count: int, *, name: str = "--canary", refused: bool = False) -> ShadowBackfillError:
+    """`--canary N` with nothing left for after the canary's checks: a canary of every partition
+    would be an unchecked promotion of them all, so it is a usage error, found before anything
+    is written. A `backfill` whose validation passed too few for `promote.canary` (`refused`)
+    refuses its promotion after writing the shadow: a refusal, exit 1."""
+    kind = RefusedError if refused else UsageError
+    return kind(
+        f"{name} {n}: only {count} partition(s) to promote, and a canary must leave at least one "
+        f"for after its checks; nothing was promoted (use a canary under {count}, or none)"
+    )
