@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -40,3 +41,23 @@ def test_a_promotion_that_committed_nothing_names_the_first_refusal() -> None:
     plan = SimpleNamespace(refused={"2024-01-03": rewritten, "2024-01-04": "not validated"})
     assert nothing_promoted(plan) == f"nothing promoted: partition 2024-01-03: {rewritten} (and 1 more refused)"
     assert nothing_promoted(SimpleNamespace(refused={})) == "nothing promoted: no partition passed every check"
+
+
+def test_a_command_that_finished_a_cut_off_set_promotion_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every pipeline command finishes a set promotion a kill cut off before its own work; the
+    one that did says so in one line naming the set and each layer's promotion."""
+    from shadow_backfill.cli.pipeline import say_finished
+    from shadow_backfill.state import PipelineRecord
+
+    cut_off = PipelineRecord(
+        id="pipeline-promote-1",
+        pipeline="/p.yaml",
+        kind="promote",
+        partitions=["2024-01-01"],
+        members=[("raw", "promote-a"), ("staging", "promote-b")],
+    )
+    say_finished(SimpleNamespace(finished_cut_off=None))  # type: ignore[arg-type]
+    say_finished(SimpleNamespace(finished_cut_off=cut_off))  # type: ignore[arg-type]
+    assert capsys.readouterr().out.splitlines() == [
+        "pipeline-promote-1: finished a promotion cut off by a kill (raw promote-a, staging promote-b)"
+    ]
