@@ -20,7 +20,8 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from shadow_backfill.canary import CanaryResult, promote_with_canary
+from shadow_backfill import canary as canaries
+from shadow_backfill.canary import CanaryResult, FinishedCanary
 from shadow_backfill.config import BackfillConfig, load_config
 from shadow_backfill.errors import LocalLocksWarning, TableNotFoundError, UsageError, WriteError, os_reason
 from shadow_backfill.formats import format_for
@@ -367,10 +368,26 @@ class Backfill:
         self, partitions: list[str] | None = None, *, allow_warn: bool | None = None
     ) -> tuple[PromotionPlan, PromotionRecord | None]:
         """Promote passing partitions into live in one atomic commit. Naming partitions makes the
-        promotion all-or-nothing: any refused partition refuses the whole promotion."""
+        promotion all-or-nothing: any refused partition refuses the whole promotion. A canary a
+        kill left unchecked is finished first (`finish_unchecked_canaries`)."""
+        canaries.refuse_after_failed(self.finish_unchecked_canaries())
+        return self.promote_now(partitions, allow_warn=allow_warn)
+
+    def promote_now(
+        self, partitions: list[str] | None = None, *, allow_warn: bool | None = None, promotion_id: str | None = None
+    ) -> tuple[PromotionPlan, PromotionRecord | None]:
+        """`promote` without looking for unchecked canaries (a canary's own steps)."""
         return self.promoter().promote(
-            self._keys(partitions), allow_warn=self._allow_warn(allow_warn), strict=partitions is not None
+            self._keys(partitions),
+            allow_warn=self._allow_warn(allow_warn),
+            strict=partitions is not None,
+            promotion_id=promotion_id,
         )
+
+    def finish_unchecked_canaries(self) -> list[FinishedCanary]:
+        """Run the checks on live of every canary a kill left between its commit and its checks,
+        rolling back each that fails (`canary_recovery`); [] when there is none (one store read)."""
+        return canaries.finish_unchecked(self)
 
     @writes_table("promote-canary")
     def promote_canary(
@@ -378,7 +395,7 @@ class Backfill:
     ) -> CanaryResult:
         """Promote the `n` earliest passing partitions, check them on live (rows and the
         downstream queries), then the rest; a failed check rolls the canary back."""
-        return promote_with_canary(self, n, partitions, allow_warn)
+        return canaries.promote_with_canary(self, n, partitions, allow_warn)
 
     def _keys(self, partitions: Sequence[str] | None) -> list[str] | None:
         """Named partitions normalized, each once, in the order given (None: let the command choose)."""
@@ -429,7 +446,10 @@ class Backfill:
         quietly shrinking it.
 
         A run its `timebox` stopped is validated and promoted only with `promote_partial`, and
-        then only over the partitions it finished."""
+        then only over the partitions it finished. A canary a kill left unchecked is finished
+        first, and a failed one stops the job (`finish_unchecked_canaries`)."""
+        if promote:
+            canaries.refuse_after_failed(self.finish_unchecked_canaries())
         run = self.run(
             start, end, partitions, max_parallel=max_parallel, force=force, on_progress=on_progress, timebox=timebox
         )
@@ -450,6 +470,9 @@ class Backfill:
         already = self.promoter().already_live(passing) if promote and passing else {}
         passing = [k for k in passing if k not in already]
         canary = None
+        if promote and passing and (n := self.config.promote.canary) and len(passing) <= n:
+            self.report(report_to)  # the verdicts are reported; the refusal is the canary's
+            raise canaries.too_few(n, len(passing), name="promote.canary", refused=True)
         if promote and passing and self.config.promote.canary:
             canary = self.promote_canary(self.config.promote.canary, passing)
             plan, rec = canary.plan, canary.rest or (canary.canary if canary.rolled_back is None else None)

@@ -7,103 +7,164 @@ the consumers' queries (`validation.downstream_queries`) runs on it and returns 
 then are the other partitions promoted, in a second commit. A failed check rolls the canary's
 commit back at once, so readers saw the new partitions for no longer than the checks took.
 Both commits are steps of one promotion in the state store (`step`, `steps_of`).
+
+The canary is recorded in the store (`canaries`, pending) *before* its commit, and the whole
+canary holds the table's canary lock. A pending canary whose lock nobody holds was cut off
+(a kill between the commit and the checks): the next promotion of the table finishes it
+first (`canary_recovery`), and takes no other partition as a canary until it has.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from shadow_backfill import testpoints
+from shadow_backfill.canary_recovery import CANARY, REST, FinishedCanary, checks_on_live, finish_all, undo
 from shadow_backfill.errors import RefusedError, ShadowBackfillError, first_line
-from shadow_backfill.state import PromotionRecord
-from shadow_backfill.validate.downstream import LoadedQuery, judge_on_live, load_queries
-from shadow_backfill.validate.measure.downstream import measure_queries
+from shadow_backfill.ledger import LOCK_TTL_S
+from shadow_backfill.promote import PromotionPlan
+from shadow_backfill.state import PROMOTE, PromotionRecord, StateStore, describe_owner, lock_owner, new_id
+from shadow_backfill.state.canaries import CHECKED, NOT_COMMITTED, ROLLED_BACK, CanaryRecord, too_few
+from shadow_backfill.validate.downstream import LoadedQuery, load_queries
 from shadow_backfill.vocabulary import Check, CheckStatus
 
 if TYPE_CHECKING:
     from shadow_backfill.api import Backfill
-    from shadow_backfill.promote import PromotionPlan
 
-CANARY, REST = "canary", "rest"
+__all__ = [
+    "CANARY",
+    "REST",
+    "CanaryResult",
+    "FinishedCanary",
+    "finish_unchecked",
+    "promote_with_canary",
+    "too_few",
+]
 
 
 @dataclass
 class CanaryResult:
     """What a canary promotion did: its canary commit, the checks on live, and either the rest's
-    commit or the rollback of the canary."""
+    commit or the rollback of the canary. `finished`: canaries a kill had left unchecked, whose
+    checks this command ran first; if one failed (and was rolled back), nothing else was
+    promoted (`canary` is None)."""
 
     plan: PromotionPlan
     canary: PromotionRecord | None
     checks: list[Check] = field(default_factory=list)
     rest: PromotionRecord | None = None
     rolled_back: PromotionRecord | None = None
+    finished: list[FinishedCanary] = field(default_factory=list)
 
     @property
     def failed(self) -> list[Check]:
         return [c for c in self.checks if c.status == CheckStatus.FAIL]
 
 
+@contextmanager
+def canary_lock(store: StateStore, live_table: str, holder: str) -> Iterator[None]:
+    """Hold the table's canary lock for a whole canary (record, commit, checks), or refuse at
+    once naming who holds it. A holder that died on this host lets go at once (its pid is gone):
+    its pending canary is then the next command's to finish."""
+    owner = lock_owner(holder)
+    _, others = store.acquire([f"canary:{live_table}"], owner, LOCK_TTL_S)
+    try:
+        if others:
+            who = ", ".join(describe_owner(o) for o in sorted(set(others.values())))
+            raise RefusedError(
+                f"a canary promotion of {live_table} is running ({who}); nothing was written, "
+                "try again when it has finished"
+            )
+        yield
+    finally:
+        store.release(owner)
+
+
+def finish_unchecked(bf: Backfill) -> list[FinishedCanary]:
+    """Finish the canaries of the table a kill left unchecked (see `canary_recovery`); a failed
+    one is rolled back. Costs one store read when there is none."""
+    if not bf.store.unchecked_canaries(bf.live_table):
+        return []
+    queries = load_queries(bf.config)
+    with canary_lock(bf.store, bf.live_table, new_id("canary-check")):
+        return finish_all(bf, queries)
+
+
+def refuse_after_failed(finished: list[FinishedCanary]) -> None:
+    """A canary that failed on live was rolled back: its data is not promoted again by the same
+    command, canary or not (the command that finished it stops there, exit 1)."""
+    failed = [f for f in finished if f.rolled_back is not None]
+    if failed:
+        raise RefusedError(f"{failed[0].line()}; nothing else was promoted")
+
+
 def promote_with_canary(bf: Backfill, n: int, partitions: list[str] | None, allow_warn: bool | None) -> CanaryResult:
     """Promote the `n` earliest passing partitions, check them on live, then the rest."""
     queries = load_queries(bf.config)  # a bad query file is named before anything commits
-    plan = bf.plan_promotion(partitions, allow_warn=allow_warn)
-    if not plan.partitions or (partitions is not None and plan.refused):
-        return CanaryResult(plan, *bf.promote(partitions, allow_warn=allow_warn)[1:])
-    keys = bf.scheme.sort(plan.partitions)
-    first, rest = keys[:n], keys[n:]
-    plan1, canary = bf.promote(first, allow_warn=allow_warn)
+    canary_id = new_id(PROMOTE)
+    with canary_lock(bf.store, bf.live_table, canary_id):
+        finished = finish_all(bf, queries)
+        if any(f.rolled_back is not None for f in finished):  # its data is not promoted again now
+            return CanaryResult(PromotionPlan([], {}, None, {}), None, finished=finished)
+        plan = bf.plan_promotion(partitions, allow_warn=allow_warn)
+        if not plan.partitions or (partitions is not None and plan.refused):
+            return CanaryResult(plan, *bf.promote_now(partitions, allow_warn=allow_warn)[1:], finished=finished)
+        if checked := [f for f in finished if f.record is not None and f.rolled_back is None]:
+            # the cut-off canary passed its checks now: what is left is its rest, as it would have been
+            result = CanaryResult(plan, checked[-1].record, checked[-1].checks, finished=finished)
+            return _promote_rest(bf, result, plan.partitions, allow_warn)
+        if n >= len(plan.partitions):
+            raise too_few(n, len(plan.partitions))
+        keys = bf.scheme.sort(plan.partitions)
+        result = _canary(bf, canary_id, keys[:n], plan, queries, allow_warn)
+        result.finished = finished
+        if result.canary is None or result.rolled_back is not None:
+            return result
+        return _promote_rest(bf, result, keys[n:], allow_warn)
+
+
+def _canary(
+    bf: Backfill, canary_id: str, first: list[str], plan: PromotionPlan, queries: list[LoadedQuery], allow: bool | None
+) -> CanaryResult:
+    """The canary's commit, recorded as pending before it, then its checks on live."""
+    rows = {k: plan.rows.get(k, {}).get("shadow") for k in first}
+    bf.store.begin_canary(
+        CanaryRecord(id=canary_id, live_table=bf.live_table, shadow_table=bf.shadow_table, partitions=first, rows=rows)
+    )
+    plan1, canary = bf.promote_now(first, allow_warn=allow, promotion_id=canary_id)
     if canary is None:
+        bf.store.end_canary(canary_id, NOT_COMMITTED)
         return CanaryResult(plan1, None)
     bf.store.mark_step(canary.id, CANARY, canary.id)
+    testpoints.reached(testpoints.CANARY_BEFORE_CHECKS)
     result = CanaryResult(plan1, canary)
     try:
-        result.checks = checks_on_live(bf, first, plan1, queries)
+        result.checks = checks_on_live(bf, canary.partitions, rows, queries)
     except Exception as exc:  # a check that cannot run is a check that failed: undo, then say why
-        _undo(bf, canary, f"the checks on live could not run ({first_line(exc)})")
+        undo(bf, canary, f"the checks on live could not run ({first_line(exc)})")
+        bf.store.end_canary(canary_id, ROLLED_BACK)
         raise
     if result.failed:
-        result.rolled_back = _undo(bf, canary, result.failed[0].message)
+        result.rolled_back = undo(bf, canary, result.failed[0].message)
+        bf.store.end_canary(canary_id, ROLLED_BACK)
         return result
-    if rest:
-        try:
-            _plan, result.rest = bf.promote(rest, allow_warn=allow_warn)
-        except ShadowBackfillError as exc:
-            raise RefusedError(
-                f"canary {canary.id} is live and passed its checks; the rest was refused: {exc}"
-            ) from exc
-        if result.rest is not None:
-            bf.store.mark_step(result.rest.id, REST, canary.id)
+    bf.store.end_canary(canary_id, CHECKED)
     return result
 
 
-def _undo(bf: Backfill, canary: PromotionRecord, why: str) -> PromotionRecord:
-    """Roll the canary back; if even that fails, the error names the check and the canary."""
+def _promote_rest(bf: Backfill, result: CanaryResult, rest: list[str], allow_warn: bool | None) -> CanaryResult:
+    """The partitions after a canary that passed its checks, as that canary's `rest` step."""
+    canary = result.canary
+    assert canary is not None
+    if not rest:
+        return result
     try:
-        return bf.rollback(canary.id)
-    except Exception as exc:
-        raise RefusedError(
-            f"canary {canary.id} failed on live ({why}) and its rollback failed ({first_line(exc)}): "
-            f"run `shadow-backfill rollback CONFIG --promotion {canary.id}`"
-        ) from exc
-
-
-def checks_on_live(bf: Backfill, keys: list[str], plan: PromotionPlan, queries: list[LoadedQuery]) -> list[Check]:
-    """Each canary partition on live now: the validated row count, and every downstream query
-    runs and returns rows."""
-    fmt, scheme = bf.table_format, bf.scheme
-    fmt.refresh(bf.live_table)
-    live = fmt.read_partitions(bf.live_table, keys)
-    counted = live.groupBy(scheme.key_column().alias("k")).count().collect()
-    found = {scheme.key_from_column_text(r["k"]): r["count"] for r in counted}
-    checks = []
-    for k in keys:
-        expected = plan.rows.get(k, {}).get("shadow")
-        got = found.get(k, 0)
-        status = CheckStatus.PASS if expected is None or got == expected else CheckStatus.FAIL
-        message = f"live partition {k} holds {got} row(s) after promotion, {expected} validated"
-        checks.append(Check("canary_rows", k, status, got, f"== {expected}", message))
-    if queries:
-        values = {k: scheme.value(k) for k in keys}
-        runs = measure_queries(bf.spark, queries, live, None, values, lambda df, k: df.filter(scheme.predicate([k])))
-        checks += [judge_on_live(r.query.name, k, r.judged) for k, results in runs.items() for r in results]
-    return checks
+        _plan, result.rest = bf.promote_now(rest, allow_warn=allow_warn)
+    except ShadowBackfillError as exc:
+        raise RefusedError(f"canary {canary.id} is live and passed its checks; the rest was refused: {exc}") from exc
+    if result.rest is not None:
+        bf.store.mark_step(result.rest.id, REST, canary.id)
+    return result

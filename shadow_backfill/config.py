@@ -555,13 +555,13 @@ class BackfillConfig(_Strict):
         if self.validation.contract and not self.keys:
             raise ValueError("validation.expected_changes needs keys: equality is judged per matched key")
         schema_changes = self.validation.expected_schema_changes
-        declared = {*schema_changes.added, *schema_changes.removed, *schema_changes.retyped}
-        taken = {self.partition.column, *self.keys} & declared
-        if taken:
-            raise ValueError(f"validation.expected_schema_changes: {sorted(taken)} is the partition column or a key")
-        taken = {self.partition.column, *self.keys} & set(self.validation.expected_changes)
-        if taken:
-            raise ValueError(f"validation.expected_changes: {sorted(taken)} is the partition column or a key")
+        declared = [*schema_changes.added, *schema_changes.removed, *schema_changes.retyped]
+        # Column names are matched as Spark matches them by default: `DS` is the column `ds`.
+        reserved = {c.lower() for c in (self.partition.column, *self.keys)}
+        if taken := sorted({c for c in declared if c.lower() in reserved}):
+            raise ValueError(f"validation.expected_schema_changes: {taken} is the partition column or a key")
+        if taken := sorted({c for c in self.validation.expected_changes if c.lower() in reserved}):
+            raise ValueError(f"validation.expected_changes: {taken} is the partition column or a key")
         return self
 
     # ---- derived values -------------------------------------------------------------------

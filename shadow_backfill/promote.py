@@ -25,8 +25,8 @@ from shadow_backfill.formats.base import PARTITIONS_PROPERTY, Commit, LiveChange
 from shadow_backfill.ledger import live_partition_locks, reconcile, write_and_record
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.schema import SchemaDiff, conform, diff_schemas
-from shadow_backfill.state import PROMOTE, PromotionRecord, StateStore, VerdictRecord, new_id
-from shadow_backfill.vocabulary import CheckStatus
+from shadow_backfill.state import PROMOTE, PartitionRecord, PromotionRecord, StateStore, VerdictRecord, new_id
+from shadow_backfill.vocabulary import CheckStatus, PartitionStatus
 
 
 @dataclass
@@ -113,12 +113,12 @@ class Promoter:
                 )
             elif k in records and records[k].shadow_version != v.partition_version:
                 refused[k] = (
-                    f"shadow partition rewritten after validation (validated commit {v.partition_version}, "
-                    f"now {records[k].shadow_version}): validate again"
+                    f"{_rewritten(k, records[k])} after it was validated (validated commit "
+                    f"{v.partition_version}, now {records[k].shadow_version}); validate again"
                 )
             else:
                 ok.append(k)
-        self._refuse_changed(ok, verdicts, refused)
+        self._refuse_changed(ok, verdicts, refused, records)
         ok = [k for k in ok if k not in refused]
         return PromotionPlan(
             partitions=ok,
@@ -138,8 +138,15 @@ class Promoter:
         self.fmt.refresh(table)  # a catalog's cached table would not show another process's commit
         return self.fmt.current_version(table)
 
-    def _refuse_changed(self, keys: list[str], verdicts: dict[str, VerdictRecord], refused: dict[str, str]) -> None:
-        """Refuse partitions that a later commit touched, in shadow or in live, since validation."""
+    def _refuse_changed(
+        self,
+        keys: list[str],
+        verdicts: dict[str, VerdictRecord],
+        refused: dict[str, str],
+        records: dict[str, PartitionRecord],
+    ) -> None:
+        """Refuse partitions that a later commit touched, in shadow or in live, since validation:
+        a shadow rewritten by a run (`run --force` racing the promotion) is named as such."""
         cfg = self.config
         for table, attr, side in ((cfg.shadow, "shadow_version", "shadow"), (cfg.live_table, "live_version", "live")):
             by_version: dict[int | None, list[str]] = {}
@@ -152,6 +159,10 @@ class Promoter:
             for since, ks in by_version.items():
                 for commit, hit in self.fmt.commits_touching(table, since, ks, self._history(table)):
                     for k in hit:
+                        if side == "shadow" and PARTITIONS_PROPERTY in commit.properties and k in records:
+                            rec = records[k] if _rewriter_known(records[k], verdicts[k]) else None
+                            why = f"{_rewritten(k, rec)} after it was validated (commit {commit.version})"
+                            refused.setdefault(k, f"{why}; validate again")
                         refused.setdefault(k, _changed_reason(side, commit))
 
     def already_live(self, keys: Sequence[str]) -> dict[str, str]:
@@ -186,11 +197,17 @@ class Promoter:
         return {k: rec.id for k, rec in found.items()}
 
     def promote(
-        self, partitions: Sequence[str] | None = None, *, allow_warn: bool = False, strict: bool = False
+        self,
+        partitions: Sequence[str] | None = None,
+        *,
+        allow_warn: bool = False,
+        strict: bool = False,
+        promotion_id: str | None = None,
     ) -> tuple[PromotionPlan, PromotionRecord | None]:
         """Promote the plan's partitions in one commit. `strict`: refuse everything if any
-        requested partition is refused (the CLI uses it when partitions are named explicitly)."""
-        promotion_id = new_id(PROMOTE)
+        requested partition is refused (the CLI uses it when partitions are named explicitly).
+        `promotion_id`: the id its commit will carry, when the caller records it first (a canary)."""
+        promotion_id = promotion_id or new_id(PROMOTE)
         candidates = (
             [self.scheme.normalize(p) for p in partitions]
             if partitions is not None
@@ -348,6 +365,19 @@ def _changed_reason(side: str, commit: Commit) -> str:
     return (
         f"{side} changed after validation (commit {commit.version}, {commit.operation or 'write'} {by}): validate again"
     )
+
+
+def _rewritten(key: str, record: PartitionRecord | None) -> str:
+    """'partition K was rewritten by run-…': the run the store names as the partition's last
+    writer (a `run --force` after the validation), when it is known to be the rewriter."""
+    by = f" by {record.run_id}" if record is not None and record.run_id else ""
+    return f"partition {key} was rewritten{by}"
+
+
+def _rewriter_known(record: PartitionRecord, verdict: VerdictRecord) -> bool:
+    """The store's run of a partition is the one that rewrote it after validation: it is
+    writing it now, or wrote a commit other than the validated one."""
+    return record.status == PartitionStatus.RUNNING or record.shadow_version != verdict.partition_version
 
 
 def _group_by_value(d: dict[str, int]) -> dict[int, list[str]]:

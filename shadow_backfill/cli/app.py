@@ -28,8 +28,10 @@ from shadow_backfill.cli.render import (
     exit_for_verdicts,
     fail_if_incomplete,
     history_table,
+    nothing_promoted,
     print_backfill,
     print_canary,
+    print_finished_canaries,
     print_plan,
     print_verdicts,
     promoted_line,
@@ -217,19 +219,39 @@ def promote(
     ),
 ) -> None:
     """Promote passing shadow partitions into the live table in ONE atomic commit."""
-    bf = open_backfill(config).for_dry_run() if dry_run else open_backfill(config)
     names = split_partitions(partitions)
+    n = canary or load_config(config).promote.canary
+    if not dry_run and n is not None and names is not None and n >= len(set(names)):
+        from shadow_backfill.state.canaries import too_few  # SQLAlchemy: not for every command's start
+
+        raise too_few(n, len(set(names)))  # before Spark starts: the names are the promotion
+    bf = open_backfill(config).for_dry_run() if dry_run else open_backfill(config)
     if dry_run:
         print_plan(bf.plan_promotion(names, allow_warn=allow_warn), dry_run=True)
         return
-    if (n := canary or bf.config.promote.canary) is not None:
+    _say_recorded(bf)
+    if n is not None:
         print_canary(bf.promote_canary(n, names, allow_warn=allow_warn))
         return
+    print_finished_canaries(bf.finish_unchecked_canaries())
     plan, rec = bf.promote(names, allow_warn=allow_warn)
     print_plan(plan, dry_run=False)
     if rec is None:
-        fail("nothing promoted: no partition passed every check")
+        fail(nothing_promoted(plan))
     out.print(promoted_line(rec))
+
+
+def _say_recorded(bf: Backfill) -> None:
+    """Record, and say, each promotion or rollback a kill cut off between its commit and its
+    row in the state store: the rerun finishes it (from the commit's own audit trail)."""
+    known = {r.id for r in bf.store.promotions(bf.live_table)}
+    for rec in bf.history(reconcile_live=True):
+        if rec.id not in known:
+            out.print(
+                f"{rec.id}: finished a {rec.kind} of {len(rec.partitions)} partition(s) cut off by a kill "
+                "after its commit (recorded from live's history)",
+                markup=False,
+            )
 
 
 @app.command()
@@ -317,9 +339,16 @@ def backfill(
     if dry_run:
         show_dry_run(bf, chosen, as_json=as_json, max_parallel=max_parallel, force=force)
         return
+    from shadow_backfill.state.canaries import too_few  # SQLAlchemy: not for every command's start
+
     start, end, names = chosen.start, chosen.end, chosen.partitions
     with bf.holding_table("backfill"):  # before the plan starts Spark, as for `run`
-        _requested, to_do = bf.plan(start, end, names, force=force)
+        requested, to_do = bf.plan(start, end, names, force=force)
+        if promote_passing and (n := bf.config.promote.canary) and n >= len(requested):
+            raise too_few(n, len(requested), name="promote.canary")  # before anything is written
+        if promote_passing:
+            _say_recorded(bf)
+            print_finished_canaries(bf.finish_unchecked_canaries())
         with stop_on_sigterm(box), recompute_progress(bf.shadow_table, len(to_do)) as advance:
             result = bf.backfill(
                 start,

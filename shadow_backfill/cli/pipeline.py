@@ -138,9 +138,7 @@ def promoted(promotion: PipelinePromotion) -> list[str]:
     """What a set promotion did, a line each: a cut-off set finished, the set, what was refused."""
     lines = []
     if promotion.finished is not None:
-        lines.append(
-            f"{promotion.finished.id}: finished a promotion cut off by a kill ({_members(promotion.finished)})"
-        )
+        lines.append(finished_line(promotion.finished))
     if promotion.record is None:
         lines.append("promote: no partition passed in every layer; live is untouched")
     else:
@@ -151,6 +149,18 @@ def promoted(promotion: PipelinePromotion) -> list[str]:
     if len(promotion.refused) > 5:
         lines.append(f"not promoted: {len(promotion.refused) - 5} more partition(s)")
     return lines
+
+
+def finished_line(rec: PipelineRecord) -> str:
+    """One line naming a set promotion a kill had cut off, finished by this command, and its layers."""
+    return f"{rec.id}: finished a promotion cut off by a kill ({_members(rec)})"
+
+
+def say_finished(p: Pipeline) -> None:
+    """Say so when this command first finished a set promotion a kill had cut off (`pipeline
+    promote` says it among its own lines)."""
+    if p.finished_cut_off is not None:
+        out.print(finished_line(p.finished_cut_off), markup=False)
 
 
 def _members(rec: PipelineRecord) -> str:
@@ -184,6 +194,7 @@ def run(
         return
     with stop_on_sigterm(box):
         result = p.run(keys.start, keys.end, keys.partitions, max_parallel=max_parallel, force=force, timebox=box)
+    say_finished(p)
     end_run(result, print_run(result))
 
 
@@ -202,6 +213,7 @@ def validate(
     p = open_pipeline(pipeline)
     keys = select(p, start, end, partitions, last, lag)
     result = p.validate(keys.start, keys.end, keys.partitions)
+    say_finished(p)
     out.print(verdict_table(p.order, result))
     exit_for(result)
 
@@ -253,7 +265,9 @@ def rollback(
     promotion: str = typer.Option(..., "--promotion", help="The pipeline promotion id to undo."),
 ) -> None:
     """Undo a pipeline promotion: every layer's promotion, downstream first."""
-    rec = open_pipeline(pipeline).rollback(promotion)
+    p = open_pipeline(pipeline)
+    rec = p.rollback(promotion)
+    say_finished(p)
     out.print(f"{rec.id}: undid {rec.target} on {len(rec.partitions)} partition(s) ({_members(rec)})", markup=False)
 
 
@@ -334,6 +348,8 @@ def backfill(
             timebox=box,
             promote_partial=promote_partial,
         )
+    if result.promotion is None:  # else its lines say it
+        say_finished(p)
     problems = print_run(result.run)
     if result.run.stopped is not None and not result.reports:  # stopped before validation
         end_run(result.run, problems)

@@ -242,11 +242,32 @@ def print_run_plan(plan: Any) -> None:
     )
 
 
+def nothing_promoted(plan: Any) -> str:
+    """The error line of a promotion that committed nothing: the first refusal, named (a shadow
+    rewritten after validation says by which run), or that nothing passed."""
+    if not plan.refused:
+        return "nothing promoted: no partition passed every check"
+    first = sorted(plan.refused)[0]
+    more = f" (and {len(plan.refused) - 1} more refused)" if len(plan.refused) > 1 else ""
+    return f"nothing promoted: partition {first}: {plan.refused[first]}{more}"
+
+
+def print_finished_canaries(finished: list[Any]) -> None:
+    """Canaries a kill had left unchecked, finished by this command, a line each; exits 1 if one
+    failed on live (it was rolled back, and nothing else is promoted)."""
+    for f in finished:
+        out.print(f.line(), markup=False)
+    if failed := [f for f in finished if f.rolled_back is not None]:
+        fail(f"canary {failed[0].canary.id} failed on live and was rolled back; nothing else was promoted")
+
+
 def print_canary(result: Any) -> None:
-    """A canary promotion, step by step; exits 1 naming the check if the canary was rolled back."""
+    """A canary promotion, step by step; exits 1 naming the check if the canary was rolled back
+    (or a canary a kill had left unchecked failed its checks now)."""
+    print_finished_canaries(result.finished)
     if result.canary is None:
         print_plan(result.plan, dry_run=False)
-        fail("nothing promoted: no partition passed every check")
+        fail(nothing_promoted(result.plan))
     if problem := canary_steps(result):
         fail(problem)
 

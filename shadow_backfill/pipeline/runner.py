@@ -484,6 +484,12 @@ class Pipeline:
     def _sets(self) -> SetPromotion:
         return SetPromotion(self.layers, self.order, self.store, str(self.file.path))
 
+    @property
+    def finished_cut_off(self) -> PipelineRecord | None:
+        """The set promotion a kill had cut off that the last command finished before its own
+        work (every writing command does), or None."""
+        return self._finished
+
     def _finish_cut_off(self) -> None:
         """Finish a promotion a kill cut off between two layers' commits, before anything else."""
         record = self._sets.cut_off()

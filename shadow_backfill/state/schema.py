@@ -109,3 +109,21 @@ pipeline_promotions = Table(
     Column("at", DateTime(timezone=True)),
     Column("undone_by", String(64)),
 )
+
+# One row per canary step, written BEFORE the canary's commit and `pending` until its checks on
+# live have run: a row still `pending` when no command holds the table's canary lock was cut
+# off (a kill between the commit and the checks), and the next promotion finishes it first.
+canaries = Table(
+    "canaries",
+    metadata,
+    Column("id", String(64), primary_key=True),  # the canary's promotion id (its commit carries it)
+    Column("live_table", String(512), nullable=False, index=True),
+    Column("shadow_table", String(512)),
+    Column("partitions", Text, nullable=False),  # JSON list of keys
+    Column("rows", Text),  # JSON {partition: validated shadow row count}: the check on live
+    Column("state", String(16), nullable=False),  # pending | checked | rolled back | not committed
+    Column("user", String(128)),
+    Column("host", String(255)),
+    Column("at", DateTime(timezone=True)),
+    Column("finished_at", DateTime(timezone=True)),
+)

@@ -16,6 +16,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 
 from shadow_backfill.errors import ConfigError, StateStoreError, WriteError, os_reason, redact
 from shadow_backfill.state.audit import AuditTrail
+from shadow_backfill.state.canaries import CanaryTrail
 from shadow_backfill.state.db import first_line
 from shadow_backfill.state.leases import Leases
 from shadow_backfill.state.migrate import add_new_columns
@@ -28,7 +29,7 @@ from shadow_backfill.state.verdicts import VerdictStore
 __all__ = ["SUPPORTED_DIALECTS", "StateStore", "parse_state_url", "reading", "shown_url"]
 
 
-class StateStore(Runs, Partitions, VerdictStore, AuditTrail, PipelineTrail, Leases):
+class StateStore(Runs, Partitions, VerdictStore, AuditTrail, CanaryTrail, PipelineTrail, Leases):
     """All reads and writes of run and partition state go through here."""
 
     def __init__(self, url: str, *, migrate: bool = True) -> None:

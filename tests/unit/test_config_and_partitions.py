@@ -485,3 +485,20 @@ def test_a_cluster_gets_no_connector_of_pip_pysparks_hadoop(tmp_path: Path) -> N
 def test_an_adls_account_key_is_a_secret() -> None:
     conf = {"spark.hadoop.fs.azure.account.key.acct.dfs.core.windows.net": "c2VjcmV0", "spark.ui.enabled": "false"}
     assert secret_settings(conf) == ["c2VjcmV0"]
+
+
+@pytest.mark.parametrize(
+    "validation",
+    [
+        {"expected_schema_changes": {"added": ["ds"]}},
+        {"expected_schema_changes": {"added": ["DS"]}},  # Spark matches names case-blind by default
+        {"expected_schema_changes": {"removed": ["Ds"]}},
+        {"expected_schema_changes": {"retyped": {"ID": "bigint"}}},
+        {"expected_changes": {"DS": {}}},
+    ],
+)
+def test_a_declared_change_of_the_partition_column_or_a_key_is_refused_in_any_case(
+    tmp_path: Path, validation: dict
+) -> None:
+    with pytest.raises(ConfigError, match="is the partition column or a key"):
+        load_config(write(tmp_path, {**GOOD, "keys": ["id"], "validation": validation}))

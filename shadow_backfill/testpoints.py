@@ -1,0 +1,32 @@
+"""Named points in a command where a test stops it: between a canary's commit and its checks,
+say, a place no timing can hit reliably.
+
+`SHADOW_BACKFILL_PAUSE_AT=<point>=<file>`: a process reaching `<point>` writes `<file>` and
+waits there for good, so a kill test sends `kill -9` exactly there (and never to a process that
+is elsewhere). `HOOKS[<point>]`: a function an in-process test runs there (it may raise to cut
+the command off). Neither is set outside the tests; a point nobody named costs one dict lookup.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+PAUSE_AT = "SHADOW_BACKFILL_PAUSE_AT"
+HOOKS: dict[str, Callable[[], None]] = {}
+
+CANARY_BEFORE_CHECKS = "canary.before_checks"
+
+
+def reached(point: str) -> None:
+    """Run the test's hook for `point`, or pause here for a kill when the environment names it."""
+    hook = HOOKS.get(point)
+    if hook is not None:
+        hook()
+    named, _, marker = os.environ.get(PAUSE_AT, "").partition("=")
+    if named != point or not marker:
+        return
+    Path(marker).write_text(str(os.getpid()))
+    threading.Event().wait()  # until the test kills the process
