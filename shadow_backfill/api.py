@@ -26,6 +26,7 @@ from shadow_backfill.formats import format_for
 from shadow_backfill.formats.base import TableFormat
 from shadow_backfill.ledger import reconcile
 from shadow_backfill.partitions import PartitionScheme
+from shadow_backfill.preflight import check_before_writing, check_report_folder
 from shadow_backfill.promote import Promoter, PromotionPlan
 from shadow_backfill.recompute import ProgressCallback, Recompute, RunOptions, RunResult
 from shadow_backfill.report import ReportData, write_reports
@@ -89,6 +90,7 @@ class Backfill:
         self._spark = spark
         self._inputs = inputs
         self._reading_store: StateStore | None = None  # set for the object's life by for_dry_run
+        self.live_checked = False  # `preflight.check_before_writing` passed the live table's checks
 
     @classmethod
     def from_config(cls, path: str | Path, spark: SparkSession | None = None) -> Backfill:
@@ -201,6 +203,7 @@ class Backfill:
     ) -> RunResult:
         """Recompute partitions into the shadow table (see `shadow-backfill run`). `timebox`:
         once it says stop, no further chunk starts (`RunResult.stopped`, `not_started`)."""
+        check_before_writing(self, start, end, partitions)
         options = RunOptions(
             start=start,
             end=end,
@@ -286,6 +289,7 @@ class Backfill:
         allow_code_change: bool = False,
     ) -> tuple[list[str], list[str]]:
         """(requested, to_do) without running anything."""
+        check_before_writing(self, start, end, partitions)
         options = RunOptions(
             start=start, end=end, partitions=partitions, force=force, allow_code_change=allow_code_change
         )
@@ -312,6 +316,7 @@ class Backfill:
         self, start: str | None = None, end: str | None = None, partitions: list[str] | None = None
     ) -> ValidationResult:
         """Run the validation gate (see `shadow-backfill validate`); verdicts go to the state store."""
+        check_before_writing(self, start, end, partitions, required=False, live=False)
         validator = Validator(self.config, self.spark, self.store, self.table_format, self.scheme)
         return validator.run(validator.select(start, end, partitions))
 
@@ -348,16 +353,16 @@ class Backfill:
 
     def plan_promotion(self, partitions: list[str] | None = None, *, allow_warn: bool | None = None) -> PromotionPlan:
         """What `promote` would do (the dry run): partitions, refusals with reasons, live version."""
-        return self.promoter().plan(self._keys(partitions), allow_warn=self._allow_warn(allow_warn))
+        keys = self._keys(partitions)  # named partitions checked before the state store opens
+        return self.promoter().plan(keys, allow_warn=self._allow_warn(allow_warn))
 
     def promote(
         self, partitions: list[str] | None = None, *, allow_warn: bool | None = None
     ) -> tuple[PromotionPlan, PromotionRecord | None]:
         """Promote passing partitions into live in one atomic commit. Naming partitions makes the
         promotion all-or-nothing: any refused partition refuses the whole promotion."""
-        return self.promoter().promote(
-            self._keys(partitions), allow_warn=self._allow_warn(allow_warn), strict=partitions is not None
-        )
+        keys = self._keys(partitions)  # named partitions checked before the state store opens
+        return self.promoter().promote(keys, allow_warn=self._allow_warn(allow_warn), strict=partitions is not None)
 
     def promote_canary(
         self, n: int, partitions: list[str] | None = None, *, allow_warn: bool | None = None
@@ -414,10 +419,11 @@ class Backfill:
 
         A run its `timebox` stopped is validated and promoted only with `promote_partial`, and
         then only over the partitions it finished."""
+        report_to = Path(report_dir or self.config.base_dir / "report")
+        check_report_folder(report_to)  # written last, after live changed: its name is checked first
         run = self.run(
             start, end, partitions, max_parallel=max_parallel, force=force, on_progress=on_progress, timebox=timebox
         )
-        report_to = report_dir or self.config.base_dir / "report"
         if timebox is not None and run.stopped is None and (why := timebox.reason) is not None:
             run.stopped = why  # the stop came after the last chunk started: do not judge either
         if run.stopped is not None:

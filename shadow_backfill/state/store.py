@@ -92,6 +92,12 @@ def parse_state_url(url: str) -> URL:
             f"state.url {shown}: database {backend!r} is not supported "
             f"as a state store; supported: {', '.join(SUPPORTED_DIALECTS)}"
         )
+    if backend == "sqlite" and (parsed.username or parsed.password or parsed.host or parsed.port):
+        # SQLAlchemy refuses these only once the engine is made, after the file would exist.
+        raise ConfigError(
+            f"state.url {shown}: a SQLite URL names a file only, with no user, password or host "
+            "(sqlite:///path/state.db)"
+        )
     try:
         parsed.get_dialect()
     except Exception:  # NoSuchModuleError: an unknown driver name such as postgresql+nosuch

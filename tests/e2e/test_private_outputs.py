@@ -82,7 +82,7 @@ URLS = [
     pytest.param(
         f"sqlite://bob:{PASSWORD}@/{{dir}}/state.db",
         2,
-        "state.url sqlite://bob:***@/{dir}/state.db: Invalid SQLite URL",
+        "state.url sqlite://bob:***@/{dir}/state.db: a SQLite URL names a file only",
         id="sqlite-userinfo",
     ),
     pytest.param(
