@@ -26,7 +26,7 @@ from shadow_backfill.formats import format_for
 from shadow_backfill.formats.base import TableFormat
 from shadow_backfill.ledger import reconcile
 from shadow_backfill.partitions import PartitionScheme
-from shadow_backfill.preflight import check_before_writing, check_report_folder
+from shadow_backfill.preflight import check_before_writing, check_report_folder, check_version
 from shadow_backfill.promote import Promoter, PromotionPlan
 from shadow_backfill.recompute import ProgressCallback, Recompute, RunOptions, RunResult
 from shadow_backfill.report import ReportData, write_reports
@@ -390,6 +390,8 @@ class Backfill:
         if (promotion_id is None) == (to_version is None):
             raise UsageError("give exactly one of --promotion ID or --to-version V")
         self._require_live()
+        if to_version is not None:
+            check_version(self.table_format, self.live_table, to_version)  # before the store opens
         rb = Rollback(self.config, self.spark, self.store, self.table_format, self.scheme)
         if promotion_id is not None:
             return rb.undo(promotion_id, force=force)

@@ -166,6 +166,13 @@ def check_before_writing(
     bf.table_format  # noqa: B018 - settles the scheme from the live table (reads only)
     if required or start or end or partitions is not None:
         bf.scheme.select(start=start, end=end, partitions=partitions, default=bf.config.partition.values)
+    elif not live:  # every partition recomputed: none is a usage error, told before the store exists
+        store = reading(bf.config.state_url)
+        try:
+            if not store.records(bf.shadow_table):
+                raise UsageError(f"nothing to validate: no partition of {bf.shadow_table} has been recomputed")
+        finally:
+            store.close()
     if not live or bf.live_checked:
         return
     store = reading(bf.config.state_url)  # never created here: a new store has nothing carried
@@ -177,3 +184,9 @@ def check_before_writing(
     bf.table_format.check_distinct(bf.live_table, bf.shadow_table)
     bf.transform  # noqa: B018 - imported and checked (a missing attribute, a SQL file without :partition)
     bf.live_checked = True
+
+
+def check_version(fmt: TableFormat, table: str, version: int) -> None:
+    """A version to restore is one of the table's (before a rollback opens the state store)."""
+    if version not in {c.version for c in fmt.history(table)}:
+        raise UsageError(f"version {version} is not in the history of {table}")
