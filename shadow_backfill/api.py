@@ -29,6 +29,7 @@ from shadow_backfill.formats.base import TableFormat
 from shadow_backfill.ledger import reconcile
 from shadow_backfill.ownership import TableHold, writes_table
 from shadow_backfill.partitions import PartitionScheme
+from shadow_backfill.preflight import check_before_writing, check_report_folder, check_version
 from shadow_backfill.promote import Promoter, PromotionPlan
 from shadow_backfill.recompute import ProgressCallback, Recompute, RunOptions, RunResult
 from shadow_backfill.report import ReportData, write_reports
@@ -94,6 +95,7 @@ class Backfill:
         self._inputs = inputs
         self._reading_store: StateStore | None = None  # set for the object's life by for_dry_run
         self.hold = TableHold()  # on the live table while a command writes (`ownership`)
+        self.live_checked = False  # `preflight.check_before_writing` passed the live table's checks
 
     @classmethod
     def from_config(cls, path: str | Path, spark: SparkSession | None = None) -> Backfill:
@@ -214,6 +216,7 @@ class Backfill:
     ) -> RunResult:
         """Recompute partitions into the shadow table (see `shadow-backfill run`). `timebox`:
         once it says stop, no further chunk starts (`RunResult.stopped`, `not_started`)."""
+        check_before_writing(self, start, end, partitions)
         options = RunOptions(
             start=start,
             end=end,
@@ -299,6 +302,7 @@ class Backfill:
         allow_code_change: bool = False,
     ) -> tuple[list[str], list[str]]:
         """(requested, to_do) without running anything."""
+        check_before_writing(self, start, end, partitions)
         options = RunOptions(
             start=start, end=end, partitions=partitions, force=force, allow_code_change=allow_code_change
         )
@@ -325,6 +329,7 @@ class Backfill:
         self, start: str | None = None, end: str | None = None, partitions: list[str] | None = None
     ) -> ValidationResult:
         """Run the validation gate (see `shadow-backfill validate`); verdicts go to the state store."""
+        check_before_writing(self, start, end, partitions, required=False, live=False)
         validator = Validator(self.config, self.spark, self.store, self.table_format, self.scheme)
         return validator.run(validator.select(start, end, partitions))
 
@@ -361,7 +366,8 @@ class Backfill:
 
     def plan_promotion(self, partitions: list[str] | None = None, *, allow_warn: bool | None = None) -> PromotionPlan:
         """What `promote` would do (the dry run): partitions, refusals with reasons, live version."""
-        return self.promoter().plan(self._keys(partitions), allow_warn=self._allow_warn(allow_warn))
+        keys = self._keys(partitions)  # named partitions checked before the state store opens
+        return self.promoter().plan(keys, allow_warn=self._allow_warn(allow_warn))
 
     @writes_table("promote")
     def promote(
@@ -377,8 +383,9 @@ class Backfill:
         self, partitions: list[str] | None = None, *, allow_warn: bool | None = None, promotion_id: str | None = None
     ) -> tuple[PromotionPlan, PromotionRecord | None]:
         """`promote` without looking for unchecked canaries (a canary's own steps)."""
+        keys = self._keys(partitions)  # named partitions checked before the state store opens
         return self.promoter().promote(
-            self._keys(partitions),
+            keys,
             allow_warn=self._allow_warn(allow_warn),
             strict=partitions is not None,
             promotion_id=promotion_id,
@@ -417,6 +424,8 @@ class Backfill:
         if (promotion_id is None) == (to_version is None):
             raise UsageError("give exactly one of --promotion ID or --to-version V")
         self._require_live()
+        if to_version is not None:
+            check_version(self.table_format, self.live_table, to_version)  # before the store opens
         rb = Rollback(self.config, self.spark, self.store, self.table_format, self.scheme)
         if promotion_id is not None:
             return rb.undo(promotion_id, force=force)
@@ -448,12 +457,13 @@ class Backfill:
         A run its `timebox` stopped is validated and promoted only with `promote_partial`, and
         then only over the partitions it finished. A canary a kill left unchecked is finished
         first, and a failed one stops the job (`finish_unchecked_canaries`)."""
+        report_to = Path(report_dir or self.config.base_dir / "report")
+        check_report_folder(report_to)  # written last, after live changed: its name is checked first
         if promote:
             canaries.refuse_after_failed(self.finish_unchecked_canaries())
         run = self.run(
             start, end, partitions, max_parallel=max_parallel, force=force, on_progress=on_progress, timebox=timebox
         )
-        report_to = report_dir or self.config.base_dir / "report"
         if timebox is not None and run.stopped is None and (why := timebox.reason) is not None:
             run.stopped = why  # the stop came after the last chunk started: do not judge either
         if run.stopped is not None:

@@ -27,7 +27,7 @@ from shadow_backfill.errors import ConfigError, RefusedError, TableNotFoundError
 from shadow_backfill.formats.base import TableFormat
 from shadow_backfill.ledger import CODE_FINGERPRINT, KIND
 from shadow_backfill.partitions import PartitionScheme
-from shadow_backfill.schema import check_declared_changes
+from shadow_backfill.preflight import check_live_table
 from shadow_backfill.state import StateStore, describe_owner, lock_owner
 from shadow_backfill.timebox import TimeBox
 from shadow_backfill.transform import Transform, align_to_schema, count_rows_by_partition
@@ -170,18 +170,7 @@ class Recompute:
         return requested, to_do
 
     def _check_live(self) -> None:
-        cfg = self.config
-        if not self.fmt.exists(cfg.live_table):
-            raise TableNotFoundError(f"live table {cfg.live_table!r} does not exist ({cfg.format})")
-        live_schema = self.fmt.schema(cfg.live_table)
-        types = {f.name: f.dataType.simpleString() for f in live_schema.fields}
-        if self.scheme.column not in types:
-            raise ConfigError(
-                f"partition.column {self.scheme.column!r} is not a column of live table {cfg.live_table} "
-                f"(its columns: {', '.join(types)})"
-            )
-        self.scheme.check_column_type(types[self.scheme.column], cfg.live_table)
-        check_declared_changes(cfg, live_schema, self.store.carried_columns(cfg.live_table))
+        check_live_table(self.config, self.fmt, self.scheme, self.store.carried_columns(self.config.live_table))
 
     def run(self, options: RunOptions, on_progress: ProgressCallback | None = None) -> RunResult:
         cfg = self.config

@@ -18,6 +18,7 @@ from shadow_backfill.errors import RefusedError, UsageError
 from shadow_backfill.formats.base import LiveChangedError, TableFormat
 from shadow_backfill.ledger import live_partition_locks, reconcile, write_and_record
 from shadow_backfill.partitions import PartitionScheme
+from shadow_backfill.preflight import check_version
 from shadow_backfill.schema import conform
 from shadow_backfill.state import ROLLBACK, PromotionRecord, StateStore, new_id
 
@@ -75,8 +76,7 @@ class Rollback:
     def to_version(self, version: int) -> PromotionRecord:
         """Restore the whole live table to `version` in one commit (partitions added since are cleared)."""
         live = self.config.live_table
-        if version not in {c.version for c in self.fmt.history(live)}:
-            raise UsageError(f"version {version} is not in the history of {live}")
+        check_version(self.fmt, live, version)
         keys = self.scheme.sort(set(self.fmt.list_partitions(live)) | set(self._keys_at(version)))
         if not keys:
             raise UsageError(f"{live} has no partitions now or at version {version}: nothing to restore")

@@ -43,6 +43,7 @@ from shadow_backfill.cli.selection import (
     JsonOption,
     LagOption,
     LastOption,
+    check_first,
     check_selection,
     select,
     show_dry_run,
@@ -53,7 +54,10 @@ from shadow_backfill.formats import FORMATS, format_names
 from shadow_backfill.timebox import stop_on_sigterm
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from shadow_backfill.api import Backfill
+    from shadow_backfill.config import BackfillConfig
 
 app = typer.Typer(
     cls=OneLineErrors,
@@ -86,10 +90,13 @@ def _options(
     show_warnings()
 
 
-def open_backfill(config: Path) -> Backfill:
+def open_backfill(config: Path, check: Callable[[BackfillConfig], None] | None = None) -> Backfill:
     """The config is read and checked before PySpark is imported: a bad config is named in a
-    fraction of a second, and the CLI's error lines are tested without PySpark (unit tier)."""
+    fraction of a second, and the CLI's error lines are tested without PySpark (unit tier).
+    `check`: the command's own checks that need no engine (`selection.check_first`)."""
     checked = load_config(config)
+    if check is not None:
+        check(checked)
     from shadow_backfill.api import Backfill
 
     return Backfill(checked)
@@ -118,7 +125,8 @@ def run(
     """Recompute partitions into the shadow table (resumable: written partitions are skipped)."""
     check_selection(start, end, partitions, last, lag, as_json=as_json, dry_run=dry_run)
     check_limits(until, max_duration)
-    bf = open_backfill(config).for_dry_run() if dry_run else open_backfill(config)
+    bf = open_backfill(config, lambda cfg: check_first(cfg, start, end, partitions, last))
+    bf = bf.for_dry_run() if dry_run else bf
     box = bf.timebox(until, max_duration)
     chosen = select(bf, start, end, partitions, last, lag)
     if dry_run:
@@ -183,7 +191,7 @@ def validate(
 ) -> None:
     """Validate shadow partitions (suites + drift against live); exit 1 if any fails, 3 if some only warn."""
     check_selection(start, end, partitions, last, lag)
-    bf = open_backfill(config)
+    bf = open_backfill(config, lambda cfg: check_first(cfg, start, end, partitions, last, required=False, live=False))
     chosen = select(bf, start, end, partitions, last, lag)
     result = bf.validate(chosen.start, chosen.end, chosen.partitions)
     print_verdicts(result)
@@ -333,7 +341,13 @@ def backfill(
     """The main job: recompute -> validate -> promote what passed -> report."""
     check_selection(start, end, partitions, last, lag, as_json=as_json, dry_run=dry_run)
     check_limits(until, max_duration)
-    bf = open_backfill(config).for_dry_run() if dry_run else open_backfill(config)
+
+    def check(cfg: BackfillConfig) -> None:
+        report_to = None if dry_run else report_dir or cfg.base_dir / "report"
+        check_first(cfg, start, end, partitions, last, report_dir=report_to)
+
+    bf = open_backfill(config, check)
+    bf = bf.for_dry_run() if dry_run else bf
     box = bf.timebox(until, max_duration)
     chosen = select(bf, start, end, partitions, last, lag)
     if dry_run:

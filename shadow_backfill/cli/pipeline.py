@@ -35,13 +35,17 @@ from shadow_backfill.cli.selection import (
     select,
 )
 from shadow_backfill.errors import UsageError
+from shadow_backfill.pipeline.preflight import check_layers
 from shadow_backfill.pipeline.spec import load_pipeline
 from shadow_backfill.timebox import stop_on_sigterm
 from shadow_backfill.vocabulary import CheckStatus
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from shadow_backfill.pipeline.results import PipelinePromotion, PipelineRun, PipelineValidation
     from shadow_backfill.pipeline.runner import Pipeline
+    from shadow_backfill.pipeline.spec import PipelineFile
     from shadow_backfill.state import PipelineRecord
 
 app = typer.Typer(
@@ -62,11 +66,37 @@ def refuse_canary(canary: str | None) -> None:
         )
 
 
-def open_pipeline(path: Path) -> Pipeline:
+def open_pipeline(path: Path, check: Callable[[PipelineFile], None] | None = None) -> Pipeline:
+    """The file and every layer's config read, and `check`ed (`pipeline.preflight.check_layers`),
+    before PySpark is imported."""
     checked = load_pipeline(path)
+    if check is not None:
+        check(checked)
     from shadow_backfill.pipeline.runner import Pipeline
 
     return Pipeline(checked)
+
+
+def first_checks(
+    start: str | None,
+    end: str | None,
+    partitions: str | None,
+    last: int | None,
+    *,
+    required: bool,
+    report_dir: Path | None = None,
+) -> Callable[[PipelineFile], None]:
+    """The command's checks of every layer that need no engine (a `--last` window's partitions
+    are read from live, with it): exit 2 before anything starts or is written."""
+
+    def check(file: PipelineFile) -> None:
+        if last is not None:
+            check_layers(file, None, None, None, required=False, live=required, report_dir=report_dir)
+            return
+        keys = split_partitions(partitions)
+        check_layers(file, start, end, keys, required=required, live=required, report_dir=report_dir)
+
+    return check
 
 
 def print_run(result: PipelineRun) -> list[str]:
@@ -186,7 +216,8 @@ def run(
     """Recompute every layer, upstream first, each reading its upstream layers' shadows."""
     check_selection(start, end, partitions, last, lag, as_json=as_json, dry_run=dry_run)
     check_limits(until, max_duration)
-    p = open_pipeline(pipeline).for_dry_run() if dry_run else open_pipeline(pipeline)
+    p = open_pipeline(pipeline, first_checks(start, end, partitions, last, required=True))
+    p = p.for_dry_run() if dry_run else p
     box = p.timebox(until, max_duration)
     keys = select(p, start, end, partitions, last, lag)
     if dry_run:
@@ -210,7 +241,7 @@ def validate(
 ) -> None:
     """Validate every layer and judge each partition across layers; exit 1 if any fails, 3 if some warn."""
     check_selection(start, end, partitions, last, lag)
-    p = open_pipeline(pipeline)
+    p = open_pipeline(pipeline, first_checks(start, end, partitions, last, required=False))
     keys = select(p, start, end, partitions, last, lag)
     result = p.validate(keys.start, keys.end, keys.partitions)
     say_finished(p)
@@ -251,7 +282,8 @@ def promote(
 ) -> None:
     """Promote what passed in every layer: one commit per layer, upstream first, undone together on failure."""
     refuse_canary(canary)
-    result = open_pipeline(pipeline).promote(start, end, split_partitions(partitions), allow_warn=allow_warn)
+    p = open_pipeline(pipeline, first_checks(start, end, partitions, None, required=False))
+    result = p.promote(start, end, split_partitions(partitions), allow_warn=allow_warn)
     for line in promoted(result):
         out.print(line, markup=False)
     if result.record is None and result.finished is None:
@@ -330,7 +362,9 @@ def backfill(
     refuse_canary(canary)
     check_selection(start, end, partitions, last, lag, as_json=as_json, dry_run=dry_run)
     check_limits(until, max_duration)
-    p = open_pipeline(pipeline).for_dry_run() if dry_run else open_pipeline(pipeline)
+    report_to = None if dry_run else report_dir or pipeline.parent / "report"
+    p = open_pipeline(pipeline, first_checks(start, end, partitions, last, required=True, report_dir=report_to))
+    p = p.for_dry_run() if dry_run else p
     box = p.timebox(until, max_duration)
     keys = select(p, start, end, partitions, last, lag)
     if dry_run:

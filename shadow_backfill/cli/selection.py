@@ -18,10 +18,14 @@ from shadow_backfill.cli.output import split_partitions
 from shadow_backfill.cli.render import print_run_plan
 from shadow_backfill.errors import UsageError
 from shadow_backfill.partitions import MAX_PARTITIONS
+from shadow_backfill.preflight import check_before_engine
 from shadow_backfill.windows import check_now, parse_duration
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from shadow_backfill.api import Backfill
+    from shadow_backfill.config import BackfillConfig
     from shadow_backfill.windows import Window
 
 LastOption = typer.Option(
@@ -72,6 +76,25 @@ def check_selection(
         raise UsageError(f"--last chooses the partitions itself: drop {' and '.join(given)}")
     if lag is not None:
         parse_duration(lag, "--lag")
+
+
+def check_first(
+    config: BackfillConfig,
+    start: str | None,
+    end: str | None,
+    partitions: str | None,
+    last: int | None,
+    *,
+    required: bool = True,
+    live: bool = True,
+    report_dir: Path | None = None,
+) -> None:
+    """The command's checks that need no engine, before PySpark is imported (exit 2, nothing
+    written); a `--last` window's partitions come from live, with the engine."""
+    keys = None if last is not None else split_partitions(partitions)
+    if last is not None:
+        start, end, required = None, None, False
+    check_before_engine(config, start, end, keys, required=required, live=live, report_dir=report_dir)
 
 
 class Windowed(Protocol):

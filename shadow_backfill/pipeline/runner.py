@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import functools
+import inspect
 import math
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -28,6 +29,7 @@ from shadow_backfill.errors import RefusedError, TransformError, UsageError, fir
 from shadow_backfill.ownership import holding_tables
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.pipeline.gate import BLOCKED, PipelineVerdict, pipeline_verdicts, promotable
+from shadow_backfill.pipeline.preflight import check_command
 from shadow_backfill.pipeline.promotion import SetPromotion
 from shadow_backfill.pipeline.results import PipelineBackfill, PipelinePromotion, PipelineRun, PipelineValidation
 from shadow_backfill.pipeline.schedule import Task, run_chunks
@@ -45,10 +47,15 @@ R = TypeVar("R")
 
 
 def one_at_a_time(method: Callable[Concatenate[Pipeline, P], R]) -> Callable[Concatenate[Pipeline, P], R]:
-    """A command that writes holds every layer's table while it runs (`_exclusive`)."""
+    """A command that writes holds every layer's table while it runs (`_exclusive`), once every
+    layer passed its checks (`preflight.check_command`)."""
+
+    signature = inspect.signature(method)
 
     @functools.wraps(method)
     def wrapper(self: Pipeline, *args: P.args, **kwargs: P.kwargs) -> R:
+        if not self._holding:  # every layer checked before the lease, the first write
+            check_command(self, method.__name__, signature.bind(self, *args, **kwargs).arguments)
         with self._exclusive():
             return method(self, *args, **kwargs)
 
@@ -112,6 +119,10 @@ class Pipeline:
         """One Spark session for every layer, opened from the first layer's config; the start
         of every command that writes, so it also drops what earlier commands read."""
         self._forget()
+        self.open_session()
+
+    def open_session(self) -> None:
+        """The session every layer shares (`_open`), opened once."""
         if self._spark is None:
             self._spark = self.layers[self.order[0]].spark
         for bf in self.layers.values():

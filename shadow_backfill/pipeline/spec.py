@@ -24,8 +24,10 @@ from shadow_backfill.errors import ConfigError
 from shadow_backfill.formats.locations import table_spelling
 from shadow_backfill.pipeline.graph import layer_order
 from shadow_backfill.pipeline.sql_layers import refuse_unsafe_sql_layers
+from shadow_backfill.preflight import NAME_MAX
 
-# A layer's key names the temporary view a SQL transform reads it by, so it is an identifier.
+# A layer's key names the temporary view a SQL transform reads it by, so it is an identifier,
+# and the folder of its report, so it fits a file name (NAME_MAX).
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -88,6 +90,8 @@ class PipelineSpec(_Strict):
         for key in self.tables:
             if not _KEY.match(key):
                 raise ValueError(f"table key {key!r} must be an identifier (letters, digits, _)")
+            if len(key) > NAME_MAX:  # it names the layer's report folder too
+                raise ValueError(f"table key {key[:40]!r}... is {len(key)} characters long: at most {NAME_MAX}")
         for check in self.consistency:
             for side in (check.upstream, check.downstream):
                 if side not in self.tables:

@@ -185,6 +185,25 @@ def test_the_cli_runs_a_pipeline_whose_sql_layer_reads_a_view(make_backfill: Mak
     assert again.exit_code == 1 and "already rolled back" in again.output
 
 
+def test_a_later_layers_missing_live_table_is_found_before_any_layer_runs(
+    make_backfill: MakeBackfill, tmp_path: Path
+) -> None:
+    """Classic Spark only (no format decides it): every layer's live table is checked before the
+    first layer is recomputed, so the refusal (exit 2) leaves no shadow, state store or report."""
+    pipeline, layers = _pipeline(make_backfill, tmp_path, None)
+    config = Path(layers["features"].config_path)  # type: ignore[attr-defined]
+    data = yaml.safe_load(config.read_text())
+    data["live_table"] += "_gone"
+    config.write_text(yaml.safe_dump(data))
+    state, report = tmp_path / "pipeline-state.db", tmp_path / "report"
+    had_state = state.exists()
+    result = CliRunner().invoke(app, ["pipeline", "backfill", str(pipeline.file.path), *RANGE])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == f"error: live table '{data['live_table']}' does not exist (iceberg)", result.output
+    assert not [k for k, bf in layers.items() if bf.table_format.exists(bf.shadow_table)], "a layer was recomputed"
+    assert state.exists() == had_state and not report.exists(), "a refused command wrote a state store or report"
+
+
 def _named_a_layer(db: Path) -> bool:
     with sqlite3.connect(db) as c:
         rows = c.execute("SELECT members FROM pipeline_promotions").fetchall()

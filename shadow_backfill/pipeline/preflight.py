@@ -1,0 +1,62 @@
+"""A pipeline command's checks before its first write, for every layer at once.
+
+A layer's mistake found only when its turn comes is found after the layers upstream of it were
+recomputed into their shadows (or promoted): so every layer's checks that need no engine run
+before Spark starts, and those that need it but write nothing (each live table exists and is
+readable, each transform loads) before the command takes its lease, the state store's first
+write. See `shadow_backfill.preflight` for what one layer's checks are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from shadow_backfill.errors import UsageError
+from shadow_backfill.preflight import check_before_engine, check_before_writing, check_report_folder
+
+if TYPE_CHECKING:
+    from shadow_backfill.pipeline.runner import Pipeline
+    from shadow_backfill.pipeline.spec import PipelineFile
+
+# Per command: (it needs partitions, it recomputes). Others (rollback) take no partitions.
+COMMANDS = {"run": (True, True), "backfill": (True, True), "validate": (False, False), "promote": (False, False)}
+
+
+def check_layers(
+    file: PipelineFile,
+    start: str | None,
+    end: str | None,
+    partitions: Sequence[str] | None,
+    *,
+    required: bool,
+    live: bool,
+    report_dir: Path | None = None,
+) -> None:
+    """Every layer's checks that need no engine (no PySpark imported): the state store, each
+    transform, the partitions as each layer reads them, and the report folders."""
+    if required and not (start or end or partitions is not None):
+        raise UsageError("give --start and --end, or --partitions")
+    for key in file.order:
+        check_before_engine(file.configs[key], start, end, partitions, required=required, live=live)
+    if report_dir is not None:
+        check_report_folder(report_dir, file.order)
+
+
+def check_command(p: Pipeline, command: str, arguments: Mapping[str, Any]) -> None:
+    """The checks of `command` called with `arguments` (by name), before its lease: for a
+    command that recomputes, each layer's live table and transform through the engine too."""
+    if command not in COMMANDS:
+        return
+    required, live = COMMANDS[command]
+    start, end, partitions = arguments.get("start"), arguments.get("end"), arguments.get("partitions")
+    report_dir = None
+    if command == "backfill":
+        report_dir = Path(arguments.get("report_dir") or p.file.path.parent / "report")
+    check_layers(p.file, start, end, partitions, required=required, live=live, report_dir=report_dir)
+    if not live:
+        return
+    p.open_session()
+    for key in p.order:
+        check_before_writing(p.layers[key], start, end, partitions, required=required)

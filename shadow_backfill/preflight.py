@@ -1,0 +1,192 @@
+"""The checks a command makes before it writes anything: exit code 2 means nothing was written.
+
+Two stages. `check_before_engine` needs no engine: the state URL, the transform's module or SQL
+file, the partitions asked for, the names the tool gives files and folders. It runs before
+Spark starts and before the state store is opened or created, and imports no PySpark (the CLI
+calls it before the API is imported). `check_live_table` needs the engine but writes nothing:
+the live table exists, its partition column can hold the partitions, the declared schema
+changes apply to it. A command runs it before its first write, the state store's included.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections.abc import Collection, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from shadow_backfill.config import BackfillConfig
+from shadow_backfill.errors import ConfigError, TableNotFoundError, UsageError
+from shadow_backfill.partitions import PartitionScheme
+
+if TYPE_CHECKING:
+    from shadow_backfill.api import Backfill
+    from shadow_backfill.formats.base import TableFormat
+
+# The longest name of one file or folder most file systems take (ext4, XFS, APFS, NTFS: 255
+# bytes); a longer one fails only when it is written, which may be after live changed.
+NAME_MAX = 255
+_GRANULARITIES = ("daily", "hourly", "monthly")
+
+
+def check_before_engine(
+    config: BackfillConfig,
+    start: str | None = None,
+    end: str | None = None,
+    partitions: Sequence[str] | None = None,
+    *,
+    required: bool = True,
+    live: bool = True,
+    report_dir: Path | None = None,
+    layers: Iterable[str] = (),
+) -> None:
+    """Every check of a command that needs no engine. `required`: the command needs partitions
+    (a range, a list or `partition.values`); else only those given are checked. `live`: it
+    recomputes (its transform is checked). `report_dir`: the folder a command writes its report
+    to at its end, and `layers` the folders in it."""
+    from shadow_backfill.state.store import parse_state_url  # SQLAlchemy: not for every import
+
+    parse_state_url(config.state_url)
+    if live:
+        check_transform_findable(config)
+    if required or start or end or partitions is not None:
+        check_keys(config, start, end, partitions)
+    if report_dir is not None:
+        check_report_folder(report_dir, layers)
+
+
+def check_keys(
+    config: BackfillConfig, start: str | None, end: str | None, partitions: Sequence[str] | None
+) -> list[str]:
+    """The partitions asked for, as the config's scheme reads them; refused (impossible, reversed,
+    too many, hostile text) only if no scheme the live table could settle on reads them: a
+    granularity the config leaves out may be read from a hidden transform of live's column,
+    so each is tried then, and the live table's settles it once the engine has read it."""
+    spec = config.partition
+    explicit = "granularity" in spec.model_fields_set
+    candidates = [spec.granularity] + ([] if explicit else [g for g in _GRANULARITIES if g != spec.granularity])
+    first: UsageError | None = None
+    for granularity in candidates:
+        try:
+            scheme = PartitionScheme.from_spec(spec.model_copy(update={"granularity": granularity}))
+            return scheme.select(start=start, end=end, partitions=partitions, default=spec.values)
+        except UsageError as exc:
+            first = first or exc
+    assert first is not None
+    raise first
+
+
+def check_transform_findable(config: BackfillConfig) -> None:
+    """The transform's module can be found, or its SQL file exists and takes `:partition`. The
+    module is found, not imported: a module that opens a Spark session when imported must not
+    open one before the tool's own (its import, and a missing attribute, come with the engine)."""
+    spec = config.transform
+    if spec.sql is not None:
+        path = config.resolve(spec.sql)
+        if not path.is_file():
+            raise ConfigError(f"transform.sql: file {str(path)!r} does not exist")
+        return
+    assert spec.function is not None
+    module = spec.function.partition(":")[0]
+    for p in reversed(spec.python_path):
+        folder = str(config.resolve(p))
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    try:
+        found = module in sys.modules or importlib.util.find_spec(module) is not None
+    except Exception as exc:  # a parent package that fails to import, or an empty name
+        raise ConfigError(f"transform.function: cannot import module {module!r}: {exc}") from None
+    if not found:
+        raise ConfigError(f"transform.function: cannot import module {module!r}: No module named {module!r}")
+
+
+def check_name(name: str, what: str) -> None:
+    """A name the tool makes a file or folder of fits one: not empty, no `/` or NUL, not `.` or
+    `..`, at most NAME_MAX bytes."""
+    size = len(os.fsencode(name))
+    if not name or name in (".", "..") or "/" in name or "\0" in name:
+        raise ConfigError(f"{what} {name!r} cannot be a file name")
+    if size > NAME_MAX:
+        raise ConfigError(f"{what} {name[:40]!r}... is {size} bytes long: a file name holds at most {NAME_MAX}")
+
+
+def check_report_folder(folder: Path, layers: Iterable[str] = ()) -> None:
+    """The report folder (and a pipeline's layer folders in it) can be made where it is asked
+    for: every part of its path a name that fits, and none of them an existing file."""
+    for part in folder.parts:
+        if part not in (folder.anchor, "..", "."):
+            check_name(part, "report folder name")
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"report folder {str(folder)!r} is a file, not a folder")
+    for key in layers:
+        inner = folder / key
+        if inner.exists() and not inner.is_dir():
+            raise UsageError(f"report folder {str(inner)!r} is a file, not a folder")
+
+
+def check_live_table(
+    config: BackfillConfig, fmt: TableFormat, scheme: PartitionScheme, carried: Collection[str]
+) -> None:
+    """What the engine tells before any write: live exists, its partition column holds the
+    configured partitions, and the declared schema changes apply to it (`carried`: the
+    columns the tool's promotions added, from the state store)."""
+    from shadow_backfill.schema import check_declared_changes  # PySpark: with the engine only
+
+    if not fmt.exists(config.live_table):
+        raise TableNotFoundError(f"live table {config.live_table!r} does not exist ({config.format})")
+    live_schema = fmt.schema(config.live_table)
+    types = {f.name: f.dataType.simpleString() for f in live_schema.fields}
+    if scheme.column not in types:
+        raise ConfigError(
+            f"partition.column {scheme.column!r} is not a column of live table {config.live_table} "
+            f"(its columns: {', '.join(types)})"
+        )
+    scheme.check_column_type(types[scheme.column], config.live_table)
+    check_declared_changes(config, live_schema, carried)
+
+
+def check_before_writing(
+    bf: Backfill,
+    start: str | None = None,
+    end: str | None = None,
+    partitions: Sequence[str] | None = None,
+    *,
+    required: bool = True,
+    live: bool = True,
+) -> None:
+    """A command's every check, before its first write (the state store's included): those that
+    need no engine, then the partitions as live's scheme reads them and (`live`: a command that
+    recomputes) the live table and the transform. The live table's checks run once per object: a pipeline runs a layer's
+    recompute chunk after chunk."""
+    from shadow_backfill.state.store import reading  # SQLAlchemy: not for every import
+
+    check_before_engine(bf.config, start, end, partitions, required=required, live=live)
+    bf.table_format  # noqa: B018 - settles the scheme from the live table (reads only)
+    if required or start or end or partitions is not None:
+        bf.scheme.select(start=start, end=end, partitions=partitions, default=bf.config.partition.values)
+    elif not live:  # every partition recomputed: none is a usage error, told before the store exists
+        store = reading(bf.config.state_url)
+        try:
+            if not store.records(bf.shadow_table):
+                raise UsageError(f"nothing to validate: no partition of {bf.shadow_table} has been recomputed")
+        finally:
+            store.close()
+    if not live or bf.live_checked:
+        return
+    store = reading(bf.config.state_url)  # never created here: a new store has nothing carried
+    try:
+        carried = store.carried_columns(bf.live_table)
+    finally:
+        store.close()
+    check_live_table(bf.config, bf.table_format, bf.scheme, carried)
+    bf.table_format.check_distinct(bf.live_table, bf.shadow_table)
+    bf.transform  # noqa: B018 - imported and checked (a missing attribute, a SQL file without :partition)
+    bf.live_checked = True
+
+
+def check_version(fmt: TableFormat, table: str, version: int) -> None:
+    """A version to restore is one of the table's (before a rollback opens the state store)."""
+    if version not in {c.version for c in fmt.history(table)}:
+        raise UsageError(f"version {version} is not in the history of {table}")

@@ -1,0 +1,150 @@
+"""Exit 2 means nothing was written: the checks that need no engine refuse a command before
+PySpark is imported, before Spark starts and before the state store exists. Each case runs the
+real CLI on a config whose state store and warehouse would be created in the test's folder, and
+asserts one `error:` line naming the culprit and a folder that holds exactly what it held."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from shadow_backfill.cli import app
+
+SECRET = "Pre-Fl1ght-Pw"
+LONG = "k" * 256
+
+
+def _config(folder: Path, name: str = "backfill", **overrides: Any) -> Path:
+    """A layer over `local.db.<name>` with a SQL transform (found without importing anything);
+    its state store and warehouse would both be made inside `folder`."""
+    (folder / f"{name}.sql").write_text("SELECT * FROM src WHERE ds = :partition")
+    data = {
+        "live_table": f"local.db.{name}",
+        "format": "iceberg",
+        "partition": {"column": "ds", "granularity": "daily"},
+        "transform": {"sql": f"{name}.sql"},
+        "spark": {"warehouse": str(folder / "wh")},
+        "state": {"url": f"sqlite:///{folder / 'state.db'}"},
+        **overrides,
+    }
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _pipeline(folder: Path, **layers: dict[str, Any]) -> Path:
+    """A pipeline of `raw` then the given layers, each depending on the one before."""
+    tables: dict[str, Any] = {"raw": {"config": _config(folder, "raw").name}}
+    before = "raw"
+    for key, overrides in layers.items():
+        tables[key] = {"config": _config(folder, f"layer{len(tables)}", **overrides).name, "depends_on": [before]}
+        before = key
+    path = folder / "pipeline.yaml"
+    path.write_text(yaml.safe_dump({"tables": tables}))
+    return path
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted(folder.rglob("*"))
+
+
+def _refused(folder: Path, args: list[str], words: str) -> None:
+    """The command exits 2 with one line holding `words`, creates no file or folder under
+    `folder` (no state store, warehouse, report) and never imports PySpark."""
+    before = _files(folder)
+    result = CliRunner().invoke(app, args, env={"SHADOW_BACKFILL_LOG_DIR": str(folder / "logs")})
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines() == [result.stderr.strip()] and result.stderr.startswith("error:"), result.output
+    assert words in result.stderr, result.output
+    assert "Traceback" not in result.output and SECRET not in result.output
+    assert _files(folder) == before, "a refused command created something"
+    assert "pyspark" not in sys.modules, "a check that needs no engine imported PySpark"
+
+
+RANGE = ["--start", "2024-01-01", "--end", "2024-01-03"]
+SELECTIONS = [
+    pytest.param(["--partitions", "2024-02-30"], "'2024-02-30' is not a valid daily partition", id="impossible-date"),
+    pytest.param(["--start", "2024-01-03", "--end", "2024-01-01"], "range is reversed", id="reversed-range"),
+    pytest.param(["--partitions", "'; DROP TABLE x; --"], '"\'; DROP TABLE x; --" is not a valid', id="sql"),
+    pytest.param(["--partitions", ""], "--partitions is empty", id="empty"),
+    pytest.param(["--partitions", "\x00garbage"], "is not a valid daily partition", id="garbage"),
+    pytest.param(["--partitions", "99999-01-01"], "'99999-01-01' is not a valid daily", id="year-99999"),
+    pytest.param(["--start", "2024-01-01", "--end", "9999-12-31"], "more than the 100,000", id="over-100000"),
+]
+
+
+@pytest.mark.parametrize("command", ["run", "backfill"])
+@pytest.mark.parametrize(("options", "words"), SELECTIONS)
+def test_a_bad_selection_is_refused_before_anything_exists(
+    tmp_path: Path, command: str, options: list[str], words: str
+) -> None:
+    _refused(tmp_path, [command, str(_config(tmp_path)), *options], words)
+
+
+def test_a_granularity_the_live_table_may_settle_does_not_refuse_early(tmp_path: Path) -> None:
+    """Without partition.granularity the live table's hidden transform may make it hourly: an
+    hourly key is left for the engine to judge, a key no granularity reads is refused now."""
+    from shadow_backfill.config import load_config
+    from shadow_backfill.preflight import check_keys
+
+    cfg = load_config(_config(tmp_path, partition={"column": "ds"}))
+    assert check_keys(cfg, None, None, ["2024-01-01T05"]) == ["2024-01-01T05"]
+    _refused(
+        tmp_path,
+        ["run", str(_config(tmp_path, partition={"column": "ds"})), "--partitions", "2024-13-01"],
+        "'2024-13-01'",
+    )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "words"),
+    [
+        ({"transform": {"function": "sb_no_such_module:fn"}}, "cannot import module 'sb_no_such_module'"),
+        ({"transform": {"sql": "missing.sql"}}, "transform.sql: file"),
+        ({"state": {"url": f"sqlite://u:{SECRET}@/x.db"}}, "a SQLite URL names a file only"),
+    ],
+    ids=["module-missing", "sql-file-missing", "sqlite-userinfo"],
+)
+def test_a_transform_or_state_store_that_cannot_work_is_refused_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, overrides: dict[str, Any], words: str
+) -> None:
+    monkeypatch.chdir(tmp_path)  # `sqlite://u:pw@/x.db` would create x.db here
+    _refused(tmp_path, ["run", str(_config(tmp_path, **overrides)), *RANGE], words)
+
+
+def test_a_report_folder_that_cannot_be_made_is_refused_before_the_backfill(tmp_path: Path) -> None:
+    cfg = str(_config(tmp_path))
+    _refused(tmp_path, ["backfill", cfg, *RANGE, "--report", str(tmp_path / LONG)], "is 256 bytes long")
+    (tmp_path / "afile").write_text("a file")
+    _refused(tmp_path, ["backfill", cfg, *RANGE, "--report", str(tmp_path / "afile")], "is a file, not a folder")
+
+
+def test_a_layer_key_over_255_characters_is_refused_at_load(tmp_path: Path) -> None:
+    path = _pipeline(tmp_path)
+    data = yaml.safe_load(path.read_text())
+    data["tables"][LONG] = {"config": "raw.yaml"}
+    path.write_text(yaml.safe_dump(data))
+    _refused(tmp_path, ["pipeline", "backfill", str(path), *RANGE], f"table key '{LONG[:40]}'... is 256 characters")
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--partitions", "2024-02-30"], "'2024-02-30' is not a valid daily partition"),
+        (["--start", "2024-01-03", "--end", "2024-01-01"], "range is reversed"),
+        ([], "give --start and --end, or --partitions"),
+    ],
+    ids=["impossible-date", "reversed-range", "no-selection"],
+)
+def test_a_pipeline_refuses_a_bad_selection_before_anything_exists(tmp_path: Path, args: list[str], words: str) -> None:
+    _refused(tmp_path, ["pipeline", "run", str(_pipeline(tmp_path, staging={})), *args], words)
+
+
+def test_a_later_layers_missing_transform_is_found_before_the_first_layer_runs(tmp_path: Path) -> None:
+    path = _pipeline(tmp_path, staging={}, features={"transform": {"function": "sb_no_such_module:fn"}})
+    _refused(tmp_path, ["pipeline", "backfill", str(path), *RANGE], "cannot import module 'sb_no_such_module'")
