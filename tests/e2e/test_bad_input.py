@@ -396,7 +396,7 @@ CASES = [
         "sqlite url with user info",
         [*RUN, "--start", START, "--end", END],
         2,
-        "state.url sqlite://u:***@/{dir}/x.db: a SQLite URL names a file only",
+        "state.url sqlite://***@/{dir}/x.db: an SQLite URL names a file and takes no user",
         edit={"state": {"url": f"sqlite://u:{SECRET}@/{{dir}}/x.db"}},
     ),
     Case(

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import sb_test_transforms as t
+import yaml
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 from support import END, START, MakeBackfill

@@ -106,7 +106,7 @@ def test_a_granularity_the_live_table_may_settle_does_not_refuse_early(tmp_path:
     [
         ({"transform": {"function": "sb_no_such_module:fn"}}, "cannot import module 'sb_no_such_module'"),
         ({"transform": {"sql": "missing.sql"}}, "transform.sql: file"),
-        ({"state": {"url": f"sqlite://u:{SECRET}@/x.db"}}, "a SQLite URL names a file only"),
+        ({"state": {"url": f"sqlite://u:{SECRET}@/x.db"}}, "an SQLite URL names a file and takes no user"),
     ],
     ids=["module-missing", "sql-file-missing", "sqlite-userinfo"],
 )
