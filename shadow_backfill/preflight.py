@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import ConfigError, TableNotFoundError, UsageError
 from shadow_backfill.partitions import PartitionScheme
+from shadow_backfill.sql_guard import check_sql_transform
 
 if TYPE_CHECKING:
     from shadow_backfill.api import Backfill
@@ -87,6 +88,7 @@ def check_transform_findable(config: BackfillConfig) -> None:
         path = config.resolve(spec.sql)
         if not path.is_file():
             raise ConfigError(f"transform.sql: file {str(path)!r} does not exist")
+        check_sql_transform(path.read_text(errors="replace"), path.name)
         return
     assert spec.function is not None
     module = spec.function.partition(":")[0]

@@ -1,6 +1,6 @@
 """Reading a user's SQL before anything runs it: one read-only SELECT, and the tables it reads.
 
-A downstream query and a pipeline's SQL layer go to `spark.sql()`, which runs whatever
+A downstream query and a SQL transform (one table's, or a pipeline layer's) go to `spark.sql()`, which runs whatever
 statement it is given: a `DROP TABLE`, an `INSERT INTO` a live table, a `CALL` of a procedure.
 So their text is parsed first (sqlglot, Spark dialect) and must be exactly one `SELECT`
 (`WITH ... SELECT`, a `UNION` of selects, a parenthesised select). Inside it, nothing may run
@@ -15,7 +15,8 @@ is local.db.t), and tolerant of how much of the name is spelled: one name matche
 the shorter is the trailing part of the longer (`db.t` matches `local.db.t`; the catalog and
 database a short name resolves in are the session's, unknown before Spark starts).
 
-No PySpark here: this runs at config load, before a session exists.
+No PySpark here, and no project module but `errors`: this runs at config load, before a
+session exists.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
+
+from shadow_backfill.errors import ConfigError
 
 DIALECT = "spark"
 # Table-valued functions that compute rows from their arguments and read no storage.
@@ -141,6 +144,15 @@ def read_only_select(text: str) -> ReadOnlySelect | Refused:
     if problem := _runs_something(statement):
         return Refused(problem)
     return _tables(statement)
+
+
+def check_sql_transform(text: str, name: str) -> None:
+    """A SQL transform is one read-only SELECT (`sql_guard`): the tool runs it with `spark.sql`
+    on every chunk, so a DROP or an INSERT in it would run with the tool's rights, once per
+    chunk. Checked here before Spark starts, and again on the text that runs (`transform`)."""
+    checked = read_only_select(text)
+    if isinstance(checked, Refused):
+        raise ConfigError(f"transform.sql {name!r} {checked.reason}")
 
 
 def table_name(text: str) -> TableName | None:

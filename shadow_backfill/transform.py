@@ -25,6 +25,7 @@ from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import ConfigError, TransformError
 from shadow_backfill.partitions import PartitionScheme, PartitionValue
 from shadow_backfill.schema import diff_schemas
+from shadow_backfill.sql_guard import check_sql_transform
 
 TransformFn = Callable[[SparkSession, list[PartitionValue]], DataFrame]
 # A pipeline's upstream layers as this run wrote them: layer key -> its shadow rows. Called
@@ -132,6 +133,7 @@ def _load_sql(config: BackfillConfig, scheme: PartitionScheme, inputs: Inputs | 
     text = path.read_text()
     if ":partition" not in text:
         raise ConfigError(f"transform.sql: {path.name} must use the named parameter :partition")
+    check_sql_transform(text, path.name)  # the text that runs, as the pre-flight read it
     fingerprint = hashlib.sha256(f"sql\n{text}".encode()).hexdigest()[:16]
 
     def call(spark: SparkSession, keys: Sequence[str]) -> DataFrame:

@@ -117,6 +117,21 @@ def test_a_transform_or_state_store_that_cannot_work_is_refused_first(
     _refused(tmp_path, ["run", str(_config(tmp_path, **overrides)), *RANGE], words)
 
 
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("INSERT INTO local.db.events SELECT * FROM local.db.raw WHERE ds = :partition", "INSERT statement"),
+        ("SELECT * FROM local.db.raw WHERE ds = :partition; DROP TABLE local.db.events", "2 statements"),
+        ("SELECT * FROM local.db.raw WHERE ds = :partition -- \nDROP TABLE local.db.events", "does not parse"),
+    ],
+    ids=["insert", "two-statements", "after-a-comment"],
+)
+def test_a_sql_transform_that_is_no_read_only_select_is_refused_first(tmp_path: Path, text: str, words: str) -> None:
+    """One table's SQL transform runs on every chunk with `spark.sql`, as a pipeline layer's does."""
+    (tmp_path / "t.sql").write_text(text)
+    _refused(tmp_path, ["run", str(_config(tmp_path, transform={"sql": "t.sql"})), *RANGE], words)
+
+
 def test_a_report_folder_that_cannot_be_made_is_refused_before_the_backfill(tmp_path: Path) -> None:
     cfg = str(_config(tmp_path))
     _refused(tmp_path, ["backfill", cfg, *RANGE, "--report", str(tmp_path / LONG)], "is 256 bytes long")
