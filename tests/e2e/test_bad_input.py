@@ -393,6 +393,37 @@ CASES = [
         edit={"state": {"url": "not a url"}},
     ),
     Case(
+        "downstream query that drops a table",
+        ["validate", "{cfg}", "--start", START, "--end", END],
+        2,
+        "downstream query 'q.sql' is a DROP statement, not a SELECT",
+        edit={"validation": {"downstream_queries": ["q.sql"]}},
+        files={"q.sql": b"DROP TABLE local.db.features -- {table}"},
+    ),
+    Case(
+        "downstream query that inserts",
+        ["validate", "{cfg}", "--start", START, "--end", END],
+        2,
+        "downstream query 'q.sql' is an INSERT statement, not a SELECT",
+        edit={"validation": {"downstream_queries": ["q.sql"]}},
+        files={"q.sql": b"INSERT INTO local.db.features SELECT * FROM {table}"},
+    ),
+    Case(
+        "sql transform that inserts",
+        [*RUN, "--start", START, "--end", END],
+        2,
+        "transform.sql 't.sql' is an INSERT statement, not a SELECT",
+        edit={"transform": {"sql": "t.sql"}},
+        files={"t.sql": b"INSERT INTO local.db.features SELECT 1 AS id, :partition AS ds"},
+    ),
+    Case(
+        "--canary over the partitions",
+        ["promote", "{cfg}", "--canary", "100"],
+        2,
+        "--canary 100: only ",
+        stage="validated",
+    ),
+    Case(
         "sqlite url with user info",
         [*RUN, "--start", START, "--end", END],
         2,
@@ -810,6 +841,9 @@ ANYWHERE = frozenset(
         "backfill of a reversed range",
         "sqlite url with user info",
         "report folder name too long",
+        "downstream query that drops a table",
+        "downstream query that inserts",
+        "sql transform that inserts",
         "markup as partition",
         "markup inside partition",
         "suite missing",
@@ -865,6 +899,7 @@ PER_ENGINE = frozenset(
         "promote before validate",
         "promote unknown partition",
         "promote a failed partition",
+        "--canary over the partitions",
     }
 )
 assert {c.name for c in CASES} >= ANYWHERE | PER_ENGINE, sorted((ANYWHERE | PER_ENGINE) - {c.name for c in CASES})
