@@ -29,7 +29,14 @@ from shadow_backfill.formats.base import TableFormat
 from shadow_backfill.ledger import reconcile
 from shadow_backfill.ownership import TableHold, writes_table
 from shadow_backfill.partitions import PartitionScheme
-from shadow_backfill.preflight import check_before_writing, check_report_folder, check_version
+from shadow_backfill.preflight import (
+    backfill_checks,
+    canary_checks,
+    check_before_writing,
+    promote_checks,
+    rollback_checks,
+    run_checks,
+)
 from shadow_backfill.promote import Promoter, PromotionPlan
 from shadow_backfill.recompute import ProgressCallback, Recompute, RunOptions, RunResult
 from shadow_backfill.report import ReportData, write_reports
@@ -200,7 +207,7 @@ class Backfill:
 
     # ---- commands ----------------------------------------------------------------------------
 
-    @writes_table("run")
+    @writes_table("run", run_checks)
     def run(
         self,
         start: str | None = None,
@@ -215,8 +222,8 @@ class Backfill:
         timebox: TimeBox | None = None,
     ) -> RunResult:
         """Recompute partitions into the shadow table (see `shadow-backfill run`). `timebox`:
-        once it says stop, no further chunk starts (`RunResult.stopped`, `not_started`)."""
-        check_before_writing(self, start, end, partitions)
+        once it says stop, no further chunk starts (`RunResult.stopped`, `not_started`). Its
+        checks (`run_checks`) ran before the table's hold."""
         options = RunOptions(
             start=start,
             end=end,
@@ -369,7 +376,7 @@ class Backfill:
         keys = self._keys(partitions)  # named partitions checked before the state store opens
         return self.promoter().plan(keys, allow_warn=self._allow_warn(allow_warn))
 
-    @writes_table("promote")
+    @writes_table("promote", promote_checks)
     def promote(
         self, partitions: list[str] | None = None, *, allow_warn: bool | None = None
     ) -> tuple[PromotionPlan, PromotionRecord | None]:
@@ -396,7 +403,7 @@ class Backfill:
         rolling back each that fails (`canary_recovery`); [] when there is none (one store read)."""
         return canaries.finish_unchecked(self)
 
-    @writes_table("promote-canary")
+    @writes_table("promote-canary", canary_checks)
     def promote_canary(
         self, n: int, partitions: list[str] | None = None, *, allow_warn: bool | None = None
     ) -> CanaryResult:
@@ -416,23 +423,18 @@ class Backfill:
     def _allow_warn(self, allow_warn: bool | None) -> bool:
         return self.config.promote.allow_warn if allow_warn is None else allow_warn
 
-    @writes_table("rollback")
+    @writes_table("rollback", rollback_checks)
     def rollback(
         self, promotion_id: str | None = None, *, to_version: int | None = None, force: bool = False
     ) -> PromotionRecord:
         """Undo a promotion (or a rollback) by id, or restore the whole live table to a version."""
-        if (promotion_id is None) == (to_version is None):
-            raise UsageError("give exactly one of --promotion ID or --to-version V")
-        self._require_live()
-        if to_version is not None:
-            check_version(self.table_format, self.live_table, to_version)  # before the store opens
         rb = Rollback(self.config, self.spark, self.store, self.table_format, self.scheme)
         if promotion_id is not None:
             return rb.undo(promotion_id, force=force)
         assert to_version is not None
         return rb.to_version(to_version)
 
-    @writes_table("backfill")
+    @writes_table("backfill", backfill_checks)
     def backfill(
         self,
         start: str | None = None,
@@ -457,8 +459,7 @@ class Backfill:
         A run its `timebox` stopped is validated and promoted only with `promote_partial`, and
         then only over the partitions it finished. A canary a kill left unchecked is finished
         first, and a failed one stops the job (`finish_unchecked_canaries`)."""
-        report_to = Path(report_dir or self.config.base_dir / "report")
-        check_report_folder(report_to)  # written last, after live changed: its name is checked first
+        report_to = Path(report_dir or self.config.base_dir / "report")  # checked (`backfill_checks`)
         if promote:
             canaries.refuse_after_failed(self.finish_unchecked_canaries())
         run = self.run(

@@ -166,12 +166,20 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def writes_table(command: str) -> Callable[[Callable[Concatenate[S, P], R]], Callable[Concatenate[S, P], R]]:
-    """A command that writes the object's table (or its shadow) holds the table while it runs."""
+def writes_table(
+    command: str, checks: Callable[..., object] | None = None
+) -> Callable[[Callable[Concatenate[S, P], R]], Callable[Concatenate[S, P], R]]:
+    """A command that writes the object's table (or its shadow) holds the table while it runs.
+
+    `checks`, called with the command's own arguments, runs first: taking the hold writes a
+    lease row (and makes the state store), so a usage error found after it would exit 2 with
+    something written. Checks are read-only and may run again inside the command."""
 
     def wrap(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
         @functools.wraps(method)
         def wrapper(self: S, *args: P.args, **kwargs: P.kwargs) -> R:
+            if checks is not None:
+                checks(self, *args, **kwargs)
             with self.holding_table(command):
                 return method(self, *args, **kwargs)
 

@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import ConfigError, TableNotFoundError, UsageError
@@ -192,3 +192,57 @@ def check_version(fmt: TableFormat, table: str, version: int) -> None:
     """A version to restore is one of the table's (before a rollback opens the state store)."""
     if version not in {c.version for c in fmt.history(table)}:
         raise UsageError(f"version {version} is not in the history of {table}")
+
+
+# ---- each writing command's checks, run before it takes its table's hold (`writes_table`) ----
+# They take the command's own arguments; what they do not need they ignore.
+
+
+def run_checks(
+    bf: Backfill, start: str | None = None, end: str | None = None, partitions: Any = None, **_: Any
+) -> None:
+    check_before_writing(bf, start, end, partitions)
+
+
+def backfill_checks(
+    bf: Backfill,
+    start: str | None = None,
+    end: str | None = None,
+    partitions: Any = None,
+    *,
+    report_dir: str | Path | None = None,
+    **_: Any,
+) -> None:
+    """The report folder is written last, after live changed: its name is checked first."""
+    check_report_folder(Path(report_dir or bf.config.base_dir / "report"))
+    check_before_writing(bf, start, end, partitions)
+
+
+def promote_checks(bf: Backfill, partitions: Sequence[str] | None = None, **_: Any) -> None:
+    bf._keys(partitions)  # named partitions as live's scheme reads them
+
+
+def canary_checks(
+    bf: Backfill, n: int, partitions: Sequence[str] | None = None, *, allow_warn: bool | None = None, **_: Any
+) -> None:
+    """A canary of every partition would be an unchecked promotion of them all: refused before
+    anything is written. Named partitions are the whole promotion; without names the count
+    comes from the promotion's plan (read only), unless a canary a kill left unchecked is
+    pending: its rest follows it, and no new canary is taken."""
+    from shadow_backfill.state.canaries import too_few  # SQLAlchemy: not for every import
+
+    keys = bf._keys(partitions)
+    if keys is not None and n >= len(keys):
+        raise too_few(n, len(keys))
+    if keys is None and not bf.store.unchecked_canaries(bf.live_table):
+        plan = bf.plan_promotion(None, allow_warn=allow_warn)
+        if plan.partitions and n >= len(plan.partitions):
+            raise too_few(n, len(plan.partitions))
+
+
+def rollback_checks(bf: Backfill, promotion_id: str | None = None, *, to_version: int | None = None, **_: Any) -> None:
+    if (promotion_id is None) == (to_version is None):
+        raise UsageError("give exactly one of --promotion ID or --to-version V")
+    bf._require_live()
+    if to_version is not None:
+        check_version(bf.table_format, bf.live_table, to_version)

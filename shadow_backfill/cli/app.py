@@ -51,6 +51,7 @@ from shadow_backfill.cli.selection import (
 from shadow_backfill.config import load_config
 from shadow_backfill.errors import UsageError
 from shadow_backfill.formats import FORMATS, format_names
+from shadow_backfill.preflight import backfill_checks, canary_checks, promote_checks
 from shadow_backfill.timebox import stop_on_sigterm
 
 if TYPE_CHECKING:
@@ -141,20 +142,20 @@ def run(
         )
         return
     start, end, names = chosen.start, chosen.end, chosen.partitions
-    with bf.holding_table("run"):  # before the plan starts Spark: a table a pipeline holds is refused at once
-        _requested, to_do = bf.plan(start, end, names, force=force, allow_code_change=allow_code_change)
-        with stop_on_sigterm(box), recompute_progress(bf.shadow_table, len(to_do)) as advance:
-            result = bf.run(
-                start,
-                end,
-                names,
-                max_parallel=max_parallel,
-                chunk_size=chunk_size,
-                force=force,
-                allow_code_change=allow_code_change,
-                on_progress=advance,
-                timebox=box,
-            )
+    # the plan runs every check first (exit 2 writes nothing); the run then holds the table
+    _requested, to_do = bf.plan(start, end, names, force=force, allow_code_change=allow_code_change)
+    with stop_on_sigterm(box), recompute_progress(bf.shadow_table, len(to_do)) as advance:
+        result = bf.run(
+            start,
+            end,
+            names,
+            max_parallel=max_parallel,
+            chunk_size=chunk_size,
+            force=force,
+            allow_code_change=allow_code_change,
+            on_progress=advance,
+            timebox=box,
+        )
     out.print(run_summary(result, bf.shadow_table))
     fail_if_incomplete(result)
 
@@ -237,12 +238,17 @@ def promote(
     if dry_run:
         print_plan(bf.plan_promotion(names, allow_warn=allow_warn), dry_run=True)
         return
-    _say_recorded(bf)
     if n is not None:
-        print_canary(bf.promote_canary(n, names, allow_warn=allow_warn))
-        return
-    print_finished_canaries(bf.finish_unchecked_canaries())
-    plan, rec = bf.promote(names, allow_warn=allow_warn)
+        canary_checks(bf, n, names, allow_warn=allow_warn)  # exit 2 writes nothing
+    else:
+        promote_checks(bf, names)
+    with bf.holding_table("promote"):  # what it finishes of a kill's leftovers too
+        _say_recorded(bf)
+        if n is not None:
+            print_canary(bf.promote_canary(n, names, allow_warn=allow_warn))
+            return
+        print_finished_canaries(bf.finish_unchecked_canaries())
+        plan, rec = bf.promote(names, allow_warn=allow_warn)
     print_plan(plan, dry_run=False)
     if rec is None:
         fail(nothing_promoted(plan))
@@ -356,10 +362,11 @@ def backfill(
     from shadow_backfill.state.canaries import too_few  # SQLAlchemy: not for every command's start
 
     start, end, names = chosen.start, chosen.end, chosen.partitions
-    with bf.holding_table("backfill"):  # before the plan starts Spark, as for `run`
-        requested, to_do = bf.plan(start, end, names, force=force)
-        if promote_passing and (n := bf.config.promote.canary) and n >= len(requested):
-            raise too_few(n, len(requested), name="promote.canary")  # before anything is written
+    backfill_checks(bf, start, end, names, report_dir=report_dir)  # exit 2 writes nothing
+    requested, to_do = bf.plan(start, end, names, force=force)
+    if promote_passing and (n := bf.config.promote.canary) and n >= len(requested):
+        raise too_few(n, len(requested), name="promote.canary")  # before anything is written
+    with bf.holding_table("backfill"):  # the cut-off promotions and canaries it finishes too
         if promote_passing:
             _say_recorded(bf)
             print_finished_canaries(bf.finish_unchecked_canaries())

@@ -27,8 +27,9 @@ pytestmark = pytest.mark.per_engine  # the canary's bookkeeping is the store's; 
 TRAINING = "SELECT id, amount, cat FROM {table} WHERE ds = :partition"
 
 
-def _query(bf: Any, text: str) -> None:
-    folder = Path(bf.config_path).parent / "queries"
+def _query(beside: Path, text: str) -> None:
+    """The consumer's query, beside the config (it must exist when the config loads)."""
+    folder = beside / "queries"
     folder.mkdir(exist_ok=True)
     (folder / "training.sql").write_text(text + "\n")
 
@@ -43,12 +44,12 @@ def _live(bf: Any) -> list[tuple[Any, ...]]:
 
 
 @pytest.mark.slow
-def test_a_canary_killed_before_its_checks_is_checked_first_and_rolled_back(make: MakeBackfill) -> None:
+def test_a_canary_killed_before_its_checks_is_checked_first_and_rolled_back(make: MakeBackfill, tmp_path: Path) -> None:
     """kill -9 of `promote --canary 2` once its canary is committed, before its checks; the
     consumer's query then breaks. The rerun says it finishes that canary, runs its checks on
     live, rolls it back, and promotes nothing else: live is as before."""
+    _query(tmp_path, TRAINING)
     bf = make(validation={**QUIET, "downstream_queries": ["queries/training.sql"]})
-    _query(bf, TRAINING)
     assert bf.run(START, END).ok and bf.validate().ok
     before = _live(bf)
     cfg = str(bf.config_path)  # type: ignore[attr-defined]
@@ -72,7 +73,7 @@ def test_a_canary_killed_before_its_checks_is_checked_first_and_rolled_back(make
     assert state == "pending"
     assert _live(bf) != before  # the canary's 2 partitions are live, unchecked
 
-    _query(bf, "SELECT id, no_such_column FROM {table} WHERE ds = :partition")
+    _query(tmp_path, "SELECT id, no_such_column FROM {table} WHERE ds = :partition")
     rerun = CliRunner().invoke(app, ["promote", cfg, "--canary", "2"])
     assert rerun.exit_code == 1, rerun.output
     lines = rerun.output.splitlines()
@@ -97,13 +98,13 @@ def _kill() -> None:
 
 
 def test_a_canary_cut_off_before_its_checks_that_passes_lets_its_rest_follow(
-    make: MakeBackfill, monkeypatch: pytest.MonkeyPatch
+    make: MakeBackfill, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A canary cut off before its checks whose checks pass on the rerun is recorded as
     checked, and the rest follows as its rest: no second canary. Before that, a canary as
     large as what is left to promote is refused (exit 2), nothing written."""
+    _query(tmp_path, TRAINING)
     bf = make(validation={**QUIET, "downstream_queries": ["queries/training.sql"]})
-    _query(bf, TRAINING)
     assert bf.run(START, END).ok and bf.validate().ok
     cfg = str(bf.config_path)  # type: ignore[attr-defined]
     version = bf.table_format.current_version(bf.live_table)
