@@ -26,6 +26,7 @@ from shadow_backfill.config import BackfillConfig, load_config
 from shadow_backfill.errors import LocalLocksWarning, TableNotFoundError, UsageError, WriteError, os_reason
 from shadow_backfill.formats import format_for
 from shadow_backfill.formats.base import TableFormat
+from shadow_backfill.formats.locations import table_spelling
 from shadow_backfill.ledger import reconcile
 from shadow_backfill.ownership import TableHold, writes_table
 from shadow_backfill.partitions import PartitionScheme
@@ -190,7 +191,14 @@ class Backfill:
         holds it (`ownership`); a dry-run object writes nothing and holds nothing."""
         if self._reading_store is not None:
             return nullcontext()
-        return self.hold.held(lambda: self.store, self.live_table, command)
+        return self.hold.held(lambda: self.store, self.owned_name, command)
+
+    @property
+    def owned_name(self) -> str:
+        """The live table as its hold names it: one spelling for every way a config may name it
+        (case, the session catalog's prefix, a relative or `file:` path), so a second spelling
+        cannot slip past a pipeline's hold."""
+        return table_spelling(self.live_table, str(self.config.base_dir))
 
     # ---- reading -----------------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ def table_spelling(table: str, base_dir: str) -> str:
     or URI normalized, a name lower-cased without the session catalog's own prefix
     (`spark_catalog.db.t` is `db.t`). The formats compare identities again once tables open."""
     if "/" in table or "://" in table:
-        return normalize_location(table if "://" in table or table.startswith("/") else os.path.join(base_dir, table))
-    name = table.lower()
+        absolute = "://" in table or table.startswith(("/", "file:"))
+        return normalize_location(table if absolute else os.path.join(base_dir, table))
+    name = table.lower().replace("`", "")  # a quoted part is the same table
     return name.removeprefix("spark_catalog.") if name.count(".") >= 2 else name

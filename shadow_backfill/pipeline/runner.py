@@ -102,7 +102,7 @@ class Pipeline:
         if self._holding:
             yield
             return
-        with holding_tables(self.store, [self.layers[k].live_table for k in self.order]) as owner:
+        with holding_tables(self.store, [self.layers[k].owned_name for k in self.order]) as owner:
             self._holding = True
             self._finished = None
             for bf in self.layers.values():

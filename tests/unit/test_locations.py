@@ -49,3 +49,5 @@ def test_a_config_table_in_one_spelling(tmp_path: Path) -> None:
     assert table_spelling("../b/data/t", a) == table_spelling("data/t", b) == table_spelling(f"{b}/data/t/", a)
     assert table_spelling("s3a://lake/wh/t/", a) == table_spelling("s3://lake/wh//t", b)
     assert table_spelling("SPARK_CATALOG.db.T", a) == table_spelling("db.t", b) != table_spelling("local.db.t", a)
+    assert table_spelling("`local`.db.`Staging`", a) == table_spelling("local.db.staging", b)
+    assert table_spelling(f"file:{b}/data/t", a) == table_spelling("data/t", b)
