@@ -47,6 +47,8 @@ def check_layers(
 def check_command(p: Pipeline, command: str, arguments: Mapping[str, Any]) -> None:
     """The checks of `command` called with `arguments` (by name), before its lease: for a
     command that recomputes, each layer's live table and transform through the engine too."""
+    if command == "rollback":
+        check_rollback_target(p, arguments["promotion_id"])
     if command not in COMMANDS:
         return
     required, live = COMMANDS[command]
@@ -60,3 +62,18 @@ def check_command(p: Pipeline, command: str, arguments: Mapping[str, Any]) -> No
     p.open_session()
     for key in p.order:
         check_before_writing(p.layers[key], start, end, partitions, required=required)
+
+
+def check_rollback_target(p: Pipeline, promotion_id: str) -> None:
+    """An id that names no promotion of this pipeline is a usage error told from the store read
+    as it is: the lease, and a cut-off set promotion the command would finish under it, come
+    after (a typo must not change live and then exit 2)."""
+    from shadow_backfill.state.store import reading  # SQLAlchemy: not for every import
+
+    store = reading(p.layers[p.order[0]].config.state_url)
+    try:
+        rec = store.pipeline_record(promotion_id)
+    finally:
+        store.close()
+    if rec is None or rec.pipeline != str(p.file.path):
+        raise UsageError(f"no pipeline promotion {promotion_id!r} of this pipeline")

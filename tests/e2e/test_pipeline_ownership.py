@@ -71,3 +71,10 @@ def test_a_table_a_pipeline_holds_refuses_single_table_commands_and_its_rollback
     assert f"(promote {again.id}) changed partitions" in line and line.endswith("nothing was rolled back"), line
     assert {key: bf.table_format.current_version(bf.live_table) for key, bf in layers.items()} == versions
     assert [r.kind for r in pipeline.history()] == ["promote"], "no rollback of the set recorded"
+
+    # an id of no promotion of this pipeline is a usage error told before the lease and before
+    # any cut-off set would be finished: exit 2, nothing changed
+    typo = cli.invoke(app, ["pipeline", "rollback", str(pipeline.file.path), "--promotion", "pipeline-nosuch"])
+    assert typo.exit_code == 2, typo.output
+    assert "no pipeline promotion 'pipeline-nosuch' of this pipeline" in typo.output
+    assert {key: bf.table_format.current_version(bf.live_table) for key, bf in layers.items()} == versions
