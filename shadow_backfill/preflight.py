@@ -246,3 +246,26 @@ def rollback_checks(bf: Backfill, promotion_id: str | None = None, *, to_version
     bf._require_live()
     if to_version is not None:
         check_version(bf.table_format, bf.live_table, to_version)
+    if promotion_id is not None:
+        check_promotion_known(bf, promotion_id)
+
+
+def check_promotion_known(bf: Backfill, promotion_id: str) -> None:
+    """An id in neither the state store (read as it is) nor live's own audit trail is a usage
+    error told before the store is opened: the rollback records the commits a crash kept from
+    the store before it looks the id up, and the id may be one of those, so both are read."""
+    from shadow_backfill.ledger import record_from_commit  # PySpark: the engine has started
+    from shadow_backfill.state.store import reading  # SQLAlchemy: not for every import
+
+    store = reading(bf.config.state_url)
+    try:
+        known = store.promotion(promotion_id) is not None
+    finally:
+        store.close()
+    if known:
+        return
+    for commit in bf.table_format.history(bf.live_table):
+        rec = record_from_commit(commit, bf.live_table)
+        if rec is not None and rec.id == promotion_id:
+            return
+    raise UsageError(f"unknown promotion id {promotion_id!r} for {bf.live_table} (see `shadow-backfill history`)")
