@@ -7,13 +7,16 @@ So their text is parsed first (sqlglot, Spark dialect) and must be exactly one `
 code or name its source dynamically: no `TRANSFORM ... USING` (a shell program), no `reflect`
 or `java_method` (a Java method), no table-valued function but the generators that only
 compute (`range`, `explode`, ...; `read_files`, `IDENTIFIER(...)` and the like are refused).
-What it reads is returned, names a `WITH` clause defines left out, so a caller can hold the
-query to the tables it may read.
+What it reads is returned, less the names a `WITH` clause defines where that clause makes them
+visible, so a caller can hold the query to the tables it may read. A CTE name is resolved as
+Spark resolves it: it is seen by the `WITH`'s main query (subqueries included) and by the CTEs
+after it, not by its own body (unless `WITH RECURSIVE`), earlier CTEs, or anything outside the
+`WITH`; `WITH dim AS (SELECT * FROM dim)` reads the table `dim`.
 
-Table names are compared part by part, case-insensitively, with quotes dropped (`Local`.db.T
-is local.db.t), and tolerant of how much of the name is spelled: one name matches another when
-the shorter is the trailing part of the longer (`db.t` matches `local.db.t`; the catalog and
-database a short name resolves in are the session's, unknown before Spark starts).
+A downstream query's tables are held to its `reads` part by part, case-insensitively, with
+quotes dropped (`Local`.db.T is local.db.t), and must spell the same parts: `db.t` is not
+`local.db.t`, since a short name resolves in the session's current catalog and database,
+which may hold another `t`.
 
 No PySpark here, and no project module but `errors`: this runs at config load, before a
 session exists.
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import re
+import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -82,9 +86,6 @@ _STATEMENTS: tuple[type[exp.Expr], ...] = tuple(
     if isinstance(getattr(exp, name, None), type)
 )
 _MARKER = re.compile(r"(?<![:\w]):partition\b")
-# The names the placeholders stand for while a downstream query is checked.
-TABLE_PLACEHOLDER = "sb_table_under_test"
-PARTITION_PLACEHOLDER = "sb_partition_value"
 
 
 @dataclass(frozen=True)
@@ -93,11 +94,6 @@ class TableName:
 
     parts: tuple[str, ...]
     shown: str
-
-    def matches(self, other: TableName) -> bool:
-        """Same table as far as both names spell it (the shorter is the longer's tail)."""
-        n = min(len(self.parts), len(other.parts))
-        return self.parts[-n:] == other.parts[-n:]
 
     def __str__(self) -> str:
         return self.shown
@@ -170,17 +166,19 @@ def table_name(text: str) -> TableName | None:
 
 def downstream_refusal(text: str, reads: Iterable[str]) -> str | None:
     """Why a downstream query may not run (None: it may): it must be one read-only SELECT that
-    reads the `{table}` view and otherwise only tables in `reads`. Placeholders are bound the
-    way they are when it runs, so the parser sees the SQL Spark will see."""
-    checked = read_only_select(bind(text, TABLE_PLACEHOLDER, PARTITION_PLACEHOLDER))
+    reads the `{table}` view and otherwise only tables in `reads`, named as `reads` names them.
+    Placeholders are bound the way they are when it runs, so the parser sees the SQL Spark will
+    see, to names drawn afresh for this check: a query cannot spell them itself."""
+    token = uuid.uuid4().hex
+    table, partition = f"sb_table_{token}", f"sb_partition_{token}"
+    checked = read_only_select(bind(text, table, partition))
     if isinstance(checked, Refused):
         return checked.reason
-    allowed = [t for t in (table_name(r) for r in reads) if t is not None]
-    placeholders = {(TABLE_PLACEHOLDER,), (PARTITION_PLACEHOLDER,)}
-    for table in checked.tables:
-        if table.parts not in placeholders and not any(table.matches(a) for a in allowed):
-            return f"reads {table}, which is not in its reads"
-    if (TABLE_PLACEHOLDER,) not in {t.parts for t in checked.tables}:
+    allowed = {t.parts for t in (table_name(r) for r in reads) if t is not None} | {(table,), (partition,)}
+    for found in checked.tables:
+        if found.parts not in allowed:
+            return f"reads {found}, which is not in its reads"
+    if (table,) not in {t.parts for t in checked.tables}:
         return "never reads {table} (the table under test)"
     return None
 
@@ -201,7 +199,6 @@ def _runs_something(query: exp.Expr) -> str | None:
 
 
 def _tables(query: exp.Expr) -> ReadOnlySelect | Refused:
-    defined = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
     seen: dict[tuple[str, ...], TableName] = {}
     for table in query.find_all(exp.Table):
         if not isinstance(table.this, exp.Identifier):
@@ -210,10 +207,29 @@ def _tables(query: exp.Expr) -> ReadOnlySelect | Refused:
                 return Refused(f"reads the table-valued function {name}(...), not a table")
             continue
         found = _name(table)
-        if len(found.parts) == 1 and found.parts[0] in defined:
-            continue  # a name its WITH clause defines
+        if len(found.parts) == 1 and found.parts[0] in _ctes_visible(table):
+            continue  # a name a WITH clause around it defines
         seen.setdefault(found.parts, found)
     return ReadOnlySelect(tuple(seen.values()))
+
+
+def _ctes_visible(node: exp.Expr) -> set[str]:
+    """The CTE names a table reference at `node` can see, found on its way up to the statement:
+    all of a WITH's names from its main query, only the earlier ones (and its own, if RECURSIVE)
+    from inside one of its CTEs."""
+    visible: set[str] = set()
+    child, parent = node, node.parent
+    while parent is not None:
+        if isinstance(parent, exp.With):
+            ctes = list(parent.expressions)
+            upto = next((i for i, cte in enumerate(ctes) if cte is child), 0) + bool(parent.args.get("recursive"))
+            visible.update(cte.alias_or_name.lower() for cte in ctes[:upto])
+        elif not isinstance(child, exp.With):
+            for value in parent.args.values():
+                if isinstance(value, exp.With):
+                    visible.update(cte.alias_or_name.lower() for cte in value.expressions)
+        child, parent = parent, parent.parent
+    return visible
 
 
 def _name(table: exp.Table) -> TableName:

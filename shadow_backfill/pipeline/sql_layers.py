@@ -52,8 +52,12 @@ def _spellings(key: str, cfg: BackfillConfig) -> list[TableName]:
 
 
 def _same(read: TableName, layer: TableName) -> bool:
-    """A key is one word and matches only that word; a table's name matches as `sql_guard`
-    compares names (case, quotes, and as much of the name as both spell)."""
+    """A key is one word and matches only that word; a table's name matches as far as both
+    spell it (the shorter is the longer's tail: `db.t` and `t` match `local.db.t`)."""
     if len(layer.parts) == 1:
         return read.parts == layer.parts
-    return read.matches(layer)
+    # Tolerant on purpose, unlike a downstream query's `reads` (same parts only): the session
+    # may resolve a short name to the layer's table, and a layer wrongly taken for an
+    # undeclared upstream is a clear refusal at load, while one missed runs on stale data.
+    n = min(len(read.parts), len(layer.parts))
+    return read.parts[-n:] == layer.parts[-n:]

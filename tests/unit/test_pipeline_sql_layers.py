@@ -59,6 +59,19 @@ def test_sql_layers_reading_what_they_declare_load(tmp_path: Path) -> None:
             "SELECT * FROM staging s WHERE id IN (SELECT id FROM db.raw_v2) AND ds = :partition",
             "pipeline: layer 'features' reads db.raw_v2, the layer 'raw'",
         ),
+        (  # a CTE's body reads the layer its name shadows only in the main query
+            "WITH raw AS (SELECT * FROM raw WHERE ds = :partition) SELECT * FROM staging JOIN raw USING (id)",
+            "pipeline: layer 'features' reads raw, the layer 'raw'",
+        ),
+        (  # a WITH in a subquery hides nothing outside it
+            "SELECT * FROM staging JOIN raw USING (id) JOIN (WITH raw AS (SELECT 1 AS id) SELECT * FROM raw) x "
+            "USING (id) WHERE ds = :partition",
+            "pipeline: layer 'features' reads raw, the layer 'raw'",
+        ),
+        (  # a shorter name is still held to the layer (the session may resolve it there)
+            "SELECT * FROM staging JOIN raw_v2 USING (id) WHERE ds = :partition",
+            "pipeline: layer 'features' reads raw_v2, the layer 'raw'",
+        ),
         (
             "SELECT * FROM staging WHERE ds = (:partition",
             "pipeline: layer 'features': transform.sql 'features.sql' does not parse as Spark SQL: ",

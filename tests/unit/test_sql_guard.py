@@ -44,6 +44,22 @@ REFUSED = [
     ("SELECT * FROM {table}, parquet.`/data/secret`", "reads parquet.`/data/secret`, which is not in its reads"),
     ("SELECT * FROM {table} JOIN local.db.features USING (id)", "reads local.db.features, which is not in its reads"),
     ("SELECT * FROM {table} WHERE id IN (SELECT id FROM db.dims)", "reads db.dims, which is not in its reads"),
+    # reads names local.db.other: a shorter name resolves in the session's catalog and database
+    ("SELECT * FROM {table} JOIN db.other USING (id)", "reads db.other, which is not in its reads"),
+    ("SELECT * FROM {table} JOIN other USING (id)", "reads other, which is not in its reads"),
+    ("SELECT * FROM {table} JOIN cat.db.other USING (id)", "reads cat.db.other, which is not in its reads"),
+    # a CTE's own body cannot see its name (not RECURSIVE): the inner `dim` is the catalog's
+    ("WITH dim AS (SELECT * FROM dim) SELECT * FROM {table} JOIN dim USING (id)", "reads dim, which is not"),
+    # nor can an earlier CTE see a later one
+    ("WITH a AS (SELECT * FROM b), b AS (SELECT 1 AS id) SELECT * FROM {table} JOIN a USING (id)", "reads b, "),
+    # a WITH inside a subquery defines its names there only: the outer `secret` is a table
+    (
+        "SELECT * FROM {table} JOIN secret JOIN (WITH secret AS (SELECT 1) SELECT * FROM secret) x",
+        "reads secret, which is not in its reads",
+    ),
+    # the names the placeholders stand for at check time are not the placeholders when typed
+    ("SELECT * FROM sb_table_under_test", "reads sb_table_under_test, which is not in its reads"),
+    ("SELECT * FROM {table} JOIN sb_partition_value", "reads sb_partition_value, which is not in its reads"),
     ("SELECT 1 -- {table}", "never reads {table} (the table under test)"),
     ("-- {table}", "holds no statement"),
     ("SELEC * FROM {table}", "does not parse as Spark SQL: "),
@@ -61,7 +77,12 @@ ALLOWED = [
     "SELECT cat, count(*) AS n FROM {table} WHERE ds = :partition GROUP BY cat;",
     "WITH c AS (SELECT * FROM {table} WHERE ds = :partition) SELECT * FROM c JOIN local.db.other o USING (id)",
     "SELECT * FROM {table} WHERE id IN (SELECT id FROM `Local`.`DB`.Other)",  # quoting and case
-    "SELECT * FROM {table} JOIN db.other USING (id)",  # the catalog left to the session
+    # a CTE name is seen by later CTEs, the main query, and subqueries within it
+    "WITH a AS (SELECT 1 AS id), b AS (SELECT * FROM a) SELECT * FROM {table} JOIN b USING (id)",
+    "WITH a AS (SELECT 1 AS id) SELECT * FROM {table} WHERE id IN (SELECT id FROM (SELECT * FROM a) s)",
+    "WITH a AS (SELECT 1 AS id) SELECT * FROM {table} JOIN (WITH b AS (SELECT * FROM a) SELECT * FROM b) x",
+    "WITH A AS (SELECT 1 AS id) SELECT * FROM {table} JOIN `a` USING (id)",  # case and quotes
+    "WITH a AS (SELECT 1 AS id) SELECT id FROM {table} UNION ALL SELECT id FROM a",
     "SELECT id FROM {table} UNION ALL SELECT id FROM local.db.other",
     "(SELECT id FROM {table})",
     "SELECT * FROM {table} LATERAL VIEW explode(array(1, 2)) e AS x",
@@ -79,8 +100,10 @@ def test_a_table_not_in_reads_is_named_and_reads_allows_it() -> None:
     text = "SELECT t.* FROM {table} t JOIN local.db.dims d ON t.id = d.id"
     assert downstream_refusal(text, []) == "reads local.db.dims, which is not in its reads"
     assert downstream_refusal(text, ["local.db.dims"]) is None
-    assert downstream_refusal(text, ["db.dims"]) is None
     assert downstream_refusal(text, ["LOCAL.DB.DIMS"]) is None
+    assert downstream_refusal(text, ["`Local`.db.`dims`"]) is None
+    assert downstream_refusal(text, ["db.dims"]) == "reads local.db.dims, which is not in its reads"
+    assert downstream_refusal(text, ["dims"]) == "reads local.db.dims, which is not in its reads"
     assert downstream_refusal(text, ["other.db.dims"]) == "reads local.db.dims, which is not in its reads"
 
 
@@ -88,6 +111,9 @@ def test_cte_names_are_not_tables_but_qualified_names_are() -> None:
     checked = read_only_select("WITH dims AS (SELECT 1 AS id) SELECT * FROM dims JOIN db.dims USING (id)")
     assert isinstance(checked, ReadOnlySelect)
     assert [t.parts for t in checked.tables] == [("db", "dims")]
+    checked = read_only_select("WITH dims AS (SELECT * FROM dims) SELECT * FROM dims")
+    assert isinstance(checked, ReadOnlySelect)
+    assert [t.parts for t in checked.tables] == [("dims",)]
 
 
 def test_a_transform_with_its_parameter_parses() -> None:
@@ -121,6 +147,10 @@ def test_the_config_refuses_a_writing_query_naming_it(tmp_path: Path) -> None:
     for queries, message in (
         (["q1.sql"], "downstream query 'q1.sql' is a DROP statement, not a SELECT"),
         (["q2.sql"], "downstream query 'q2.sql' reads local.db.dims, which is not in its reads"),
+        (
+            [{"sql": "q2.sql", "reads": ["db.dims"]}],
+            "downstream query 'q2.sql' reads local.db.dims, which is not in its reads",
+        ),
         ([{"sql": "q2.sql", "reads": ["not a name"]}], "'not a name' is not a table name"),
     ):
         cfg.write_text(yaml.safe_dump({**data, "validation": {"downstream_queries": queries}}))
@@ -129,6 +159,6 @@ def test_the_config_refuses_a_writing_query_naming_it(tmp_path: Path) -> None:
         assert str(caught.value).startswith(f"{cfg}: field 'validation.downstream_queries.0")
         assert message in str(caught.value) and "\n" not in str(caught.value)
     cfg.write_text(
-        yaml.safe_dump({**data, "validation": {"downstream_queries": [{"sql": "q2.sql", "reads": ["db.dims"]}]}})
+        yaml.safe_dump({**data, "validation": {"downstream_queries": [{"sql": "q2.sql", "reads": ["local.db.dims"]}]}})
     )
-    assert load_config(cfg).validation.downstream_queries[0].reads == ["db.dims"]
+    assert load_config(cfg).validation.downstream_queries[0].reads == ["local.db.dims"]
