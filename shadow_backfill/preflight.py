@@ -50,12 +50,24 @@ def check_before_engine(
     from shadow_backfill.state.store import parse_state_url  # SQLAlchemy: not for every import
 
     parse_state_url(config.state_url)
+    check_shadow_not_under_live(config.live_table, config.shadow)
     if live:
         check_transform_findable(config)
     if required or start or end or partitions is not None:
         check_keys(config, start, end, partitions)
     if report_dir is not None:
         check_report_folder(report_dir, layers)
+
+
+def check_shadow_not_under_live(live: str, shadow: str) -> None:
+    """A shadow named under the live table (`db.events.v2` for `db.events`) lies inside it in a
+    catalog whose namespaces are folders, and where the storage places a table not yet created
+    is known only once it is: so the name alone refuses it, before anything is written."""
+    if "/" not in live and shadow.lower().replace("`", "").startswith(live.lower().replace("`", "") + "."):
+        raise ConfigError(
+            f"shadow table {shadow!r} lies inside the live table {live!r}: it is named under it "
+            "(choose a shadow apart from live)"
+        )
 
 
 def check_keys(

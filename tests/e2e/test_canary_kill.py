@@ -40,6 +40,9 @@ def _canaries(bf: Any) -> list[tuple[str, str]]:
 
 
 def _live(bf: Any) -> list[tuple[Any, ...]]:
+    """Live's rows now: the format's catalog may cache the table as this session loaded it,
+    before another process committed (Iceberg's cache-enabled)."""
+    bf.table_format.refresh(bf.live_table)
     return sorted(map(tuple, bf.read_live().collect()))
 
 

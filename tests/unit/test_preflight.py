@@ -107,8 +107,9 @@ def test_a_granularity_the_live_table_may_settle_does_not_refuse_early(tmp_path:
         ({"transform": {"function": "sb_no_such_module:fn"}}, "cannot import module 'sb_no_such_module'"),
         ({"transform": {"sql": "missing.sql"}}, "transform.sql: file"),
         ({"state": {"url": f"sqlite://u:{SECRET}@/x.db"}}, "an SQLite URL names a file and takes no user"),
+        ({"shadow_table": "local.db.Backfill.v2"}, "lies inside the live table 'local.db.backfill'"),
     ],
-    ids=["module-missing", "sql-file-missing", "sqlite-userinfo"],
+    ids=["module-missing", "sql-file-missing", "sqlite-userinfo", "shadow-named-under-live"],
 )
 def test_a_transform_or_state_store_that_cannot_work_is_refused_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, overrides: dict[str, Any], words: str
