@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import re
 import socket
@@ -36,6 +37,26 @@ DEFAULT_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.shuffle.partitions": "8",
 }
+
+# PySpark 4's loggers of the analysis errors it converts (`pyspark.errors.exceptions.base`).
+QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+
+def quiet_query_context_loggers() -> None:
+    """PySpark 4 writes every analysis error it converts as a JSON line on stderr, before the
+    tool catches that error: a consumer's query that fails on live (a judged outcome, in the
+    verdict) or a bad config (one `error:` line) would come with a stack trace the user never
+    asked for. The tool reports each such error itself, so these two loggers are turned off.
+    PySpark 3.5 has neither."""
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:
+        return
+    for name in QUERY_CONTEXT_LOGGERS:
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
+quiet_query_context_loggers()
 
 
 @contextlib.contextmanager
