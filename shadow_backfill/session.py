@@ -46,17 +46,15 @@ def quiet_query_context_loggers() -> None:
     """PySpark 4 writes every analysis error it converts as a JSON line on stderr, before the
     tool catches that error: a consumer's query that fails on live (a judged outcome, in the
     verdict) or a bad config (one `error:` line) would come with a stack trace the user never
-    asked for. The tool reports each such error itself, so these two loggers are turned off.
-    PySpark 3.5 has neither."""
+    asked for. The tool reports each such error itself, so these two loggers are turned off
+    when it opens (or adopts) its session (`open_session`); a program that passes its own
+    session keeps its own logging. PySpark 3.5 has neither."""
     try:
         from pyspark.logger import PySparkLogger
     except ImportError:
         return
     for name in QUERY_CONTEXT_LOGGERS:
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
-
-
-quiet_query_context_loggers()
 
 
 @contextlib.contextmanager
@@ -225,6 +223,7 @@ def open_session(config: BackfillConfig) -> SparkSession:
     PySpark is imported here, not with the module: config checks (`check_master`) run without it."""
     from pyspark.sql import SparkSession
 
+    quiet_query_context_loggers()
     remote = config.spark.remote
     if remote:
         url = start_sail() if remote == "sail" else remote
