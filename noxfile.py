@@ -1,21 +1,20 @@
 """Developer sessions, one per test tier and Spark line.
 
 - `unit`: tests/unit, no PySpark imported (seconds); run it on every change.
-- `tests`: what CI runs, both Spark lines below and the static checks (ruff, mypy), two
-  processes at a time.
-- `tests-spark4`: the default line (PySpark 4.1, its own virtualenv `.venv-spark4`): every tier
-  on every backend (classic Spark, Sail, a real Spark Connect server) and the multi-executor test.
-- `tests-spark35`: the second line (PySpark 3.5, the current environment): the unit tier, the
-  format contract on every backend of the line (classic Spark, Sail), one end-to-end scenario
-  per backend (`smoke`) and the kill trials on classic Spark (`slow`, their own slice of the
-  seeded kill points): what can differ between Spark lines is how Spark, its JVM and the
-  formats' runtimes behave, which the contract, one full loop and the kills exercise; the rest of
-  the suite tests the tool's own logic, the same on both lines.
+- `changed`: the inner loop: the unit tier, ruff and mypy, then the test modules the change
+  reaches on one backend per engine, with the kill trials' minimum (minutes).
+- `tests`: what CI runs: the groups of both Spark lines and the static checks, two processes at
+  a time, longest first. The S3 group and the 3.5 classic group run only when the change can
+  change their outcome (`.ci/ci_plan.py`); `nox -s tests -- --full` runs everything.
+- `tests-spark4`, `tests-spark35`: one line, every group of it, one at a time.
 - `lint`, `typecheck`, `docs`, `times`, `bench`.
 
 Each pytest process writes a JUnit file under `.ci-results/` (and, run side by side, its output
-in a `.log` there); `nox -s times` prints the seconds of each tier per line from them (`.ci/run`
-calls it last)."""
+in a `.log` there); `nox -s times` prints the seconds of each tier per line from them. The venvs
+of both lines are cached per machine (`$SB_CI_CACHE`, default `~/.cache/shadow-backfill/ci`),
+keyed by what decides their contents, with the clone installed into them editable; so are the
+groups' last seconds (the order of the next run) and the last full green run (the gate).
+"""
 
 from __future__ import annotations
 
@@ -23,14 +22,20 @@ import contextlib
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import nox
+
+sys.path.insert(0, str(Path(__file__).parent / ".ci"))
+import ci_plan
 
 nox.options.sessions = ["tests", "times"]
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -38,31 +43,37 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("DISABLE_MKDOCS_2_WARNING", "true")
 os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
 RESULTS = Path(".ci-results")
+CACHE = Path(os.environ.get("SB_CI_CACHE", Path.home() / ".cache" / "shadow-backfill" / "ci"))
+TIMES, LAST_FULL = CACHE / "times.json", CACHE / "last-full.json"
+# The kill trials' soak: seconds of trials at random points per group, after each backend's
+# minimum of real kills (tests/e2e/test_kill.py). `changed` runs the minimum alone.
+SOAK_SECONDS = os.environ.get("SB_SOAK_SECONDS", "60")
 
 CLASSIC = "not sail and not cluster and not connect and not s3"
 SPARK4_VENV = ".venv-spark4"
+SPARK4_REQUIREMENTS = (".[spark4,delta,sail,dev]", "pyspark[connect]>=4.1,<4.2")
 # One pytest process per kind of Spark session (one Python process holds one kind): the classic
 # group (Iceberg, Delta with delta-spark, Parquet, and the classic-only tests), Sail, a real
 # Spark Connect server (Spark 4 only: Spark 3.5's server cannot be bound to loopback), the
 # multi-executor test on local-cluster, and the tables on a real S3 server (its session carries
-# Hadoop's s3a connector). Each entry: tiers, -m expression.
+# Hadoop's s3a connector). Each entry: name, tiers, -m expression.
 LINES = {
     "4.1": [
-        ("formats", CLASSIC),
-        ("e2e", CLASSIC),
-        ("formats e2e", "connect"),
-        ("formats e2e", "sail"),
-        ("e2e", "cluster"),
+        ("formats-classic", "formats", CLASSIC),
+        ("e2e-classic", "e2e", CLASSIC),
+        ("connect", "formats e2e", "connect"),
+        ("sail", "formats e2e", "sail"),
+        ("cluster", "e2e", "cluster"),
         # the format contract and the user's loop, kills and concurrent writers with the tables on
-        # a real S3-compatible server on loopback (SeaweedFS), Iceberg and Delta: `store` tests
-        ("formats e2e", "s3 and store"),
+        # a real S3-compatible server on loopback (SeaweedFS): `store` tests
+        ("s3", "formats e2e", "s3 and store"),
     ],
     "3.5": [
         # the format contract, one scenario per backend (`smoke`) and, on classic Spark, the kill
-        # trials (`slow`): each line kills at its own slice of the seeded kill points, so that CI
-        # as a whole covers twice as many on each classic backend
-        ("formats e2e", f"(formats or smoke or slow) and ({CLASSIC})"),
-        ("formats e2e", "(formats or smoke) and sail"),
+        # trials (`slow`): what can differ between Spark lines is how Spark, its JVM and the
+        # formats' runtimes behave
+        ("classic", "formats e2e", f"(formats or smoke or slow) and ({CLASSIC})"),
+        ("sail", "formats e2e", "(formats or smoke) and sail"),
     ],
 }
 
@@ -82,81 +93,127 @@ class Group:
     def command(self, posargs: list[str], basetemp: str) -> list[str]:
         if self.argv:
             return list(self.argv)
-        # --durations: the slowest tests in the log, where CI time goes
         junit = f"--junitxml={RESULTS / self.name}.xml"
-        return [
-            self.python,
-            "-m",
-            "pytest",
-            *self.paths,
-            *self.args,
-            "--durations=10",
-            junit,
-            *posargs,
-            "-p",
-            "no:cacheprovider",
-            f"--basetemp={basetemp}",
-        ]
+        # --durations: the slowest tests in the log, where CI time goes
+        return [self.python, "-m", "pytest", *self.paths, *self.args, "--durations=10", junit, *posargs]
+
+    @property
+    def needs_spark4(self) -> bool:
+        return self.python == f"{SPARK4_VENV}/bin/python"
 
 
 def _groups(python: str, line: str) -> list[Group]:
     groups = [Group(f"{line}-unit", python, ("tests/unit",))]
-    for tiers, mark in LINES[line]:
-        slug = mark.replace(" ", "-").replace("(", "").replace(")", "")
+    for name, tiers, mark in LINES[line]:
         paths = tuple(f"tests/{t}" for t in tiers.split())
-        groups.append(Group(f"{line}-{tiers.replace(' ', '+')}-{slug}", python, paths, ("-m", mark)))
+        groups.append(Group(f"{line}-{name}", python, paths, ("-m", mark)))
     return groups
 
 
-def _run_group(session: nox.Session, group: Group, quiet: bool) -> bool:
+def _run_group(
+    session: nox.Session, group: Group, quiet: bool, posargs: list[str], env: dict[str, str]
+) -> tuple[bool, float]:
     """Run one group, its output in `.ci-results/<name>.log` when `quiet` (groups run side by
     side), and say how long it took. Its temporary folder is its own, and goes when it passed."""
     RESULTS.mkdir(exist_ok=True)
     basetemp = tempfile.mkdtemp(prefix=f"sb-{group.name}-")
     started = time.monotonic()
     log = (RESULTS / f"{group.name}.log").open("w") if quiet else None
+    argv = group.command(posargs, basetemp)
+    if not group.argv:
+        argv += ["-p", "no:cacheprovider", f"--basetemp={basetemp}"]
     with log or contextlib.nullcontext():
-        code = subprocess.call(group.command(session.posargs, basetemp), stdout=log, stderr=subprocess.STDOUT)
+        code = subprocess.call(argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **env})
+    seconds = time.monotonic() - started
     if code == 0:
         shutil.rmtree(basetemp, ignore_errors=True)
     elif quiet:
         print((RESULTS / f"{group.name}.log").read_text()[-20000:])
-    session.log(f"time: {group.name}: {time.monotonic() - started:.0f} s ({'passed' if code == 0 else 'FAILED'})")
-    return code == 0
+    session.log(f"time: {group.name}: {seconds:.0f} s ({'passed' if code == 0 else 'FAILED'})")
+    return code == 0, seconds
 
 
-def _run_lanes(session: nox.Session, lanes: list[list[Group]], ready: Future[str] | None = None) -> None:
-    """Run each lane's groups one after the other, the lanes side by side, and fail the session
-    if a group failed. Why two lanes on 2 cores: a pytest process of small Spark jobs keeps the
-    cores about 70% busy (it waits on JVM starts, its own polling and Spark's scheduling); two
-    side by side fill the gaps (the classic format tier of both lines: 243 s one after the other,
-    195 s side by side). A group of the 4.1 line first waits for `ready`, the install of its
-    virtualenv, which runs beside the first group of the other lane."""
+def _run_lanes(
+    session: nox.Session,
+    order: list[Group],
+    lanes: int,
+    ready: Future[str] | None = None,
+    posargs: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+) -> dict[str, float]:
+    """Run the groups `lanes` at a time, each lane pulling the next group in `order` as it frees
+    up, and fail the session if a group failed; returns each group's seconds. Why two lanes on 2
+    cores: a pytest process of small Spark jobs keeps the cores about 70% busy (it waits on JVM
+    starts, its own polling and Spark's scheduling); two side by side fill the gaps. A group of
+    the 4.1 line waits for `ready`, the 4.1 venv, and a lane takes another group meanwhile."""
+    pending, lock = list(order), threading.Lock()
+    seconds: dict[str, float] = {}
+    failed: list[str] = []
 
-    def run(lane: list[Group]) -> list[str]:
-        failed = []
-        for group in lane:
-            if ready is not None and group.python == f"{SPARK4_VENV}/bin/python":
-                ready.result()
-            if not _run_group(session, group, quiet=len(lanes) > 1):
+    def next_group() -> Group | None:
+        while True:
+            with lock:
+                if not pending:
+                    return None
+                usable = [g for g in pending if not g.needs_spark4 or ready is None or ready.done()]
+                if usable:
+                    pending.remove(usable[0])
+                    return usable[0]
+            assert ready is not None
+            ready.result()
+
+    def lane() -> None:
+        while (group := next_group()) is not None:
+            ok, took = _run_group(session, group, lanes > 1, list(posargs), env or {"SB_SOAK_SECONDS": SOAK_SECONDS})
+            seconds[group.name] = took
+            if not ok:
                 failed.append(group.name)
-        return failed
 
-    with ThreadPoolExecutor(max_workers=len(lanes)) as pool:
-        failed = [name for names in pool.map(run, lanes) for name in names]
+    with ThreadPoolExecutor(max_workers=lanes) as pool:
+        for f in [pool.submit(lane) for _ in range(lanes)]:
+            f.result()
     if failed:
         session.error(f"failed: {', '.join(failed)}")
+    return seconds
+
+
+def _venv_cache(link: str, requirements: tuple[str, ...]) -> Path:
+    """Where the venv `link` stands for is cached on this machine (`ci_plan.venv_digest`)."""
+    version = subprocess.run(["python3", "--version"], capture_output=True, text=True, check=True).stdout
+    digest = ci_plan.venv_digest(Path("pyproject.toml").read_bytes(), version, requirements)
+    return CACHE / "venvs" / f"{Path(link).name.lstrip('.')}-{digest}"
+
+
+def _cached_venv(session: nox.Session, link: str, requirements: tuple[str, ...]) -> str:
+    """`link` (a venv path in the clone) as a symlink to a venv cached per machine under a digest
+    of pyproject.toml, the interpreter and `requirements`: the first run installs them (the cold
+    path, what a new machine does); later runs install only this clone, editable and without its
+    dependencies (seconds instead of a minute or more). A clone's own venv (a real folder) is
+    used as it is, and updated."""
+    python = f"{link}/bin/python"
+    if os.path.isdir(link) and not os.path.islink(link):
+        session.run(python, "-m", "pip", "install", "-q", "-e", *requirements, external=True)
+        return python
+    cached = _venv_cache(link, requirements)
+    complete = cached / ".complete"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(link)
+    os.symlink(cached, link)
+    if complete.exists():
+        session.log(f"venv {link}: cached ({cached})")
+        session.run(python, "-m", "pip", "install", "-q", "--no-deps", "-e", ".", external=True)
+        return python
+    session.log(f"venv {link}: not cached, installing into {cached}")
+    shutil.rmtree(cached, ignore_errors=True)
+    session.run("python3", "-m", "venv", str(cached), external=True)
+    session.run(python, "-m", "pip", "install", "-q", "-e", *requirements, external=True)
+    complete.touch()
+    return python
 
 
 def _spark4_python(session: nox.Session) -> str:
-    """PySpark 4.1's interpreter, in its own virtualenv `.venv-spark4` (made with the stock pip of
-    `python3 -m venv`, created once and then reused)."""
-    python = f"{SPARK4_VENV}/bin/python"
-    if not os.path.exists(python):
-        session.run("python3", "-m", "venv", SPARK4_VENV, external=True)
-    extras = [".[spark4,delta,sail,dev]", "pyspark[connect]>=4.1,<4.2"]
-    session.run(python, "-m", "pip", "install", "-q", "-e", *extras, external=True)
-    return python
+    """PySpark 4.1's interpreter, in its own venv `.venv-spark4`, cached per machine."""
+    return _cached_venv(session, SPARK4_VENV, SPARK4_REQUIREMENTS)
 
 
 def _check_spark35(session: nox.Session) -> None:
@@ -169,23 +226,23 @@ def _check_spark35(session: nox.Session) -> None:
 @nox.session(python=False)
 def unit(session: nox.Session) -> None:
     """The unit tier in the current environment: no JVM, no PySpark imported."""
-    _run_lanes(session, [[Group("unit", "python", ("tests/unit",))]])
+    _run_lanes(session, [Group("unit", "python", ("tests/unit",))], 1)
 
 
 @nox.session(python=False, name="tests-spark35")
 def tests_spark35(session: nox.Session) -> None:
     """The second line alone, PySpark 3.5, in the current environment (`pip install -e '.[spark35,...]'`)."""
     _check_spark35(session)
-    _run_lanes(session, [_groups("python", "3.5")])
+    _run_lanes(session, _groups("python", "3.5"), 1, posargs=session.posargs)
 
 
 @nox.session(python=False, name="tests-spark4")
 def tests_spark4(session: nox.Session) -> None:
     """The default line alone, PySpark 4.1, in `.venv-spark4`."""
-    _run_lanes(session, [_groups(_spark4_python(session), "4.1")])
+    _run_lanes(session, _groups(_spark4_python(session), "4.1"), 1, posargs=session.posargs)
 
 
-# The static checks, as `nox -s lint typecheck` runs them; `tests` runs them in a lane too.
+# The static checks, as `nox -s lint typecheck` runs them; `tests` and `changed` run them too.
 LINT = [("ruff", "check", "."), ("ruff", "format", "--check", "--exclude", "*.md", ".")]
 TYPECHECK = ("mypy", "shadow_backfill")
 # The docs site: a broken link or a reference page that no longer generates fails the build.
@@ -198,24 +255,68 @@ STATIC = [
 ]
 
 
+def _selection(session: nox.Session, groups: list[Group], full: bool) -> list[Group]:
+    """The groups this run runs, each other one's reason printed (`ci_plan.select`)."""
+    record = ci_plan.read_json(LAST_FULL)
+    commit = str(record.get("commit", ""))
+    last = ci_plan.LastFull(commit, ci_plan.commits_since(commit)) if commit else None
+    changed = ci_plan.changed_since(commit) if commit else None
+    choices = ci_plan.select([g.name for g in groups], last, changed, full)
+    for c in choices:
+        session.log(f"group {c.group}: {'runs' if c.runs else 'skipped'}: {c.why}")
+    runs = {c.group for c in choices if c.runs}
+    return [g for g in groups if g.name in runs]
+
+
+def _head() -> str:
+    return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+
+
 @nox.session(python=False)
 def tests(session: nox.Session) -> None:
-    """Both lines, every group, and the static checks (ruff, mypy), in two lanes (what CI runs).
-    Seconds of each group in a fresh-clone CI run (2026-11-27, f70e68b; most of them paired):
-    4.1 e2e classic 1,382, the S3 group 1,035, 4.1 Connect 580, 3.5 classic 576, 4.1 Sail 305,
-    4.1 format tier classic 300, cluster 48. So lane 1 holds the 4.1 classic e2e group and
-    Connect, lane 2 the rest. The 4.1 venv's install runs beside the 3.5 classic group; the 4.1
-    classic group starts while the 3.5 one runs (they resolve their runtimes in different Ivy
-    caches, Spark 3.5's and 4.x's), and the groups that resolve in 4.x's later (the S3 group's
-    hadoop-aws, the Connect server, the 4.1 format tier) start long after it, one at a time."""
+    """Both lines and the static checks, two lanes, longest first (what CI runs). `-- --full`
+    runs every group whatever the change; other arguments go to every pytest process."""
     _check_spark35(session)
-    unit4, formats4, e2e4, connect4, sail4, cluster4, s3_4 = _groups(f"{SPARK4_VENV}/bin/python", "4.1")
-    unit35, classic35, sail35 = _groups("python", "3.5")
-    # lane 1 starts with what needs no 4.1 venv (the 3.5 Sail and unit groups, ruff and mypy)
-    # while that venv is installed
-    lanes = [[sail35, unit35, *STATIC, e2e4, unit4, connect4], [classic35, s3_4, cluster4, formats4, sail4]]
+    full = "--full" in session.posargs
+    posargs = [a for a in session.posargs if a != "--full"]
+    cold = not (_venv_cache(SPARK4_VENV, SPARK4_REQUIREMENTS) / ".complete").exists()
     with ThreadPoolExecutor(max_workers=1) as installer:
-        _run_lanes(session, lanes, ready=installer.submit(_spark4_python, session))
+        ready = installer.submit(_spark4_python, session)
+        if not cold:  # seconds: install this clone into the cached venv, then longest first
+            ready.result()
+        everything = [*_groups(f"{SPARK4_VENV}/bin/python", "4.1"), *_groups("python", "3.5"), *STATIC]
+        chosen = _selection(session, everything, full)
+        seconds = {k: float(v) for k, v in ci_plan.read_json(TIMES).items() if isinstance(v, (int, float))}
+        # while the 4.1 venv installs (a new machine), the 3.5 groups and the static checks go first
+        first = ci_plan.schedule([g.name for g in chosen if not g.needs_spark4], seconds) if cold else []
+        names = ci_plan.schedule([g.name for g in chosen], seconds, first)
+        by_name = {g.name: g for g in chosen}
+        took = _run_lanes(session, [by_name[n] for n in names], 2, ready, posargs)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    ci_plan.write_json(TIMES, {**seconds, **took})
+    if len(chosen) == len(everything) and not posargs:
+        ci_plan.write_json(LAST_FULL, {"commit": _head()})
+        session.log("recorded a full green run")
+
+
+@nox.session(python=False)
+def changed(session: nox.Session) -> None:
+    """The inner loop, in the current environment (PySpark 3.5): the unit tier, ruff and mypy,
+    then the test modules the change reaches (`ci_plan.reached_tests`) on one backend per engine
+    (classic Spark and Sail; Connect is PySpark 4's), the kill trials' minimum only. The change:
+    what differs from `--base` (default HEAD, or HEAD~1 when nothing is uncommitted)."""
+    args = list(session.posargs)
+    base = args[args.index("--base") + 1] if "--base" in args else None
+    plan = ci_plan.changed_plan(base)
+    session.log(f"changed: {', '.join(plan.paths) or 'nothing'}")
+    session.log(f"reached tests: {', '.join(plan.tests) or 'none (the smoke scenario only)'}")
+    _run_lanes(session, [Group("unit", "python", ("tests/unit",)), *STATIC[:3]], 2)
+    # the reached modules and the promotion tests (the smoke scenario's file), on one backend of
+    # each engine of this line, each engine in its own process
+    spark_tests = sorted({*[t for t in plan.tests if not t.startswith("tests/unit/")], "tests/e2e/test_promote.py"})
+    for backend, mark in (("iceberg", CLASSIC), ("delta-sail", "sail")):
+        env = {"SB_SOAK_SECONDS": "0", "SB_BACKENDS": backend}
+        _run_lanes(session, [Group(f"changed-{backend}", "python", tuple(spark_tests), ("-m", mark))], 1, env=env)
 
 
 @nox.session(python=False)

@@ -23,6 +23,7 @@ from shadow_backfill.errors import ConfigError, SessionError, WriteError, os_rea
 from shadow_backfill.formats import format_class
 from shadow_backfill.formats.runtimes import spark_line
 from shadow_backfill.formats.settings import S3A_SETTINGS, SessionSettings
+from shadow_backfill.jar_lock import one_download_at_a_time
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -262,7 +263,7 @@ def open_session(config: BackfillConfig) -> SparkSession:
     for k, v in conf.items():
         builder = builder.config(k, v)
     try:
-        with jvm_stdout_to_stderr():
+        with jvm_stdout_to_stderr(), one_download_at_a_time(conf):
             spark = builder.getOrCreate()
     except Exception as exc:
         hint = ""

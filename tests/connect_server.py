@@ -20,6 +20,7 @@ import pyspark
 from support.settings import TEST_JVM_OPTIONS
 
 from shadow_backfill.formats.runtimes import spark_line
+from shadow_backfill.jar_lock import one_download_at_a_time
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 LOG4J = Path(__file__).parents[1] / "shadow_backfill" / "resources" / "log4j2.properties"
@@ -85,8 +86,15 @@ def start(
     for k, v in conf.items():
         cmd += ["--conf", f"{k}={v}"]
     env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1"}
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    with one_download_at_a_time(conf):  # the server resolves its runtimes with Ivy as it starts
+        with log.open("wb") as out:
+            proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        return _listening(proc, port, ui_port, log, timeout_s)
+
+
+def _listening(
+    proc: subprocess.Popen, port: int, ui_port: int, log: Path, timeout_s: float
+) -> tuple[subprocess.Popen, str, str]:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
