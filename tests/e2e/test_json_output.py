@@ -19,6 +19,9 @@ from shadow_backfill.session import IVY_SETTINGS
 # A small package Ivy resolves at the JVM's start (as it does the format runtimes for a user
 # without a jars folder): its `:: loading settings ::` lines are what once broke `| jq`.
 _PACKAGE = "org.apache.commons:commons-text:1.12.0"
+# Ivy's folder for it, kept per machine (as the REST fixture's jars are): the first run downloads
+# the package, later runs resolve it from there, and Ivy prints its lines either way.
+_IVY = Path(os.environ.get("SB_TEST_CACHE", Path.home() / ".cache" / "shadow-backfill")) / "ivy-json-output"
 
 
 def _cli(cfg: Path, home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -43,7 +46,7 @@ def test_json_is_the_only_thing_on_stdout(make_backfill: MakeBackfill, tmp_path:
     _plan, rec = bf.promote()
     assert rec is not None
     cfg = Path(bf.config_path)  # type: ignore[attr-defined]
-    _with_ivy(cfg, tmp_path / "ivy")
+    _with_ivy(cfg, _IVY)
     home = tmp_path / "home"
 
     # Spark starts (to reconcile with the live table) and Ivy resolves: all of it goes to stderr.
