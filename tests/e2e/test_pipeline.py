@@ -46,6 +46,7 @@ def _same(a: Any, b: Any) -> None:
 
 
 @pytest.mark.store
+@pytest.mark.every_backend  # a commit per layer, each the format's, and their rollback
 def test_three_layers_promoted_and_rolled_back_as_a_set(make: MakeBackfill, tmp_path: Path) -> None:
     probe = make(seed_live=False)
     pipeline, _ = _pipeline(make, tmp_path, probe.spark)

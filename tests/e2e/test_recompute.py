@@ -26,6 +26,7 @@ def expected_v2(bf: Backfill, start: str = START, end: str = END):
     return t.events_v2(bf.spark, [bf.scheme.value(k) for k in keys])
 
 
+@pytest.mark.every_backend  # a recompute's writes and the shadow's versions are the format's
 def test_rerun_is_idempotent(make: MakeBackfill) -> None:
     bf = make()
     first = bf.run(START, END)
@@ -68,6 +69,7 @@ def test_resumes_after_failure(make: MakeBackfill) -> None:
     assert_same_content(shadow, t.events(bf.spark, [bf.scheme.value(k) for k in bf.scheme.expand(START, END)]))
 
 
+@pytest.mark.every_backend  # chunks are separate commits of the format
 def test_chunked_equals_per_partition(make: MakeBackfill) -> None:
     one = make()
     one.run(START, END, chunk_size=1)
@@ -86,6 +88,7 @@ def test_out_of_partition_rows_refused(make: MakeBackfill) -> None:
     assert not bf.table_format.exists(bf.shadow_table), "a refused chunk must not even create the shadow"
 
 
+@pytest.mark.every_backend  # the format's partition overwrite
 def test_only_requested_partitions_are_replaced(make: MakeBackfill) -> None:
     bf = make()
     bf.run(START, END)
@@ -115,6 +118,7 @@ def test_null_partition_value_refused(make: MakeBackfill) -> None:
 
 
 @pytest.mark.store
+@pytest.mark.every_backend  # the shadow's history and time travel
 def test_versions_history_and_time_travel(make: MakeBackfill) -> None:
     bf = make()
     fmt = bf.table_format
