@@ -48,7 +48,7 @@ def test_rerun_is_idempotent(make: MakeBackfill) -> None:
     assert_same_content(bf.read_live(), t.events(bf.spark, [bf.scheme.value(k) for k in bf.scheme.expand(START, END)]))
 
 
-@pytest.mark.per_engine  # which partitions are redone is the state store's; the writes are tested per format
+# once per engine (the e2e default): which partitions are redone is the state store's; the writes are tested per format
 def test_resumes_after_failure(make: MakeBackfill) -> None:
     bf = make(transform={"function": "sb_test_transforms:flaky"})
     t.FAIL_ON.clear()
@@ -79,7 +79,7 @@ def test_chunked_equals_per_partition(make: MakeBackfill) -> None:
     assert_same_content(one.read_shadow(), many.read_shadow())
 
 
-@pytest.mark.per_engine  # refused by the runner before any write
+# once per engine (the e2e default): refused by the runner before any write
 def test_out_of_partition_rows_refused(make: MakeBackfill) -> None:
     bf = make(transform={"function": "sb_test_transforms:one_day_too_many"})
     result = bf.run("2024-01-02", "2024-01-03", chunk_size=2)
@@ -109,7 +109,7 @@ def test_wrong_schema_refused(make: MakeBackfill) -> None:
     assert bf.read_shadow().count() == 0
 
 
-@pytest.mark.per_engine  # refused by the runner before any write
+# once per engine (the e2e default): refused by the runner before any write
 def test_null_partition_value_refused(make: MakeBackfill) -> None:
     bf = make(transform={"function": "sb_test_transforms:null_partition"})
     result = bf.run(START, "2024-01-02")

@@ -17,7 +17,7 @@ from shadow_backfill import RefusedError
 from shadow_backfill.cli import app
 
 
-@pytest.mark.per_engine  # the format cannot change it
+# once per engine (the e2e default): the format cannot change it
 @pytest.mark.parametrize("max_parallel", [1, 2])
 def test_concurrency_is_bounded(make: MakeBackfill, max_parallel: int) -> None:
     bf = make(transform={"function": "sb_test_transforms:tracked"})
@@ -31,7 +31,7 @@ def test_concurrency_is_bounded(make: MakeBackfill, max_parallel: int) -> None:
     assert result.peak_parallel == max_parallel
 
 
-@pytest.mark.per_engine  # the format cannot change it
+# once per engine (the e2e default): the format cannot change it
 def test_code_change_is_refused_unless_allowed(make: MakeBackfill) -> None:
     bf = make()
     bf.run(START, "2024-01-03")
@@ -50,7 +50,7 @@ def test_code_change_is_refused_unless_allowed(make: MakeBackfill) -> None:
     assert {r.code_fingerprint for r in changed.status()} == {changed.transform.fingerprint}
 
 
-@pytest.mark.per_engine  # the format cannot change it
+# once per engine (the e2e default): the format cannot change it
 def test_sql_transform_binds_partition_values(
     make: MakeBackfill, backend: Backend, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
@@ -66,7 +66,7 @@ def test_sql_transform_binds_partition_values(
     assert_df_equality(sql_bf.read_shadow(), expected, ignore_row_order=True, ignore_nullable=True)
 
 
-@pytest.mark.per_engine  # the format cannot change it
+# once per engine (the e2e default): the format cannot change it
 def test_cli_run_and_status_json(make: MakeBackfill) -> None:
     bf = make()
     cfg = str(bf.config_path)  # type: ignore[attr-defined]
@@ -84,7 +84,7 @@ def test_cli_run_and_status_json(make: MakeBackfill) -> None:
     assert f"state store: {bf.config.state_url}" in table.output, "says where the record lives"
 
 
-@pytest.mark.per_engine  # the format cannot change it
+# once per engine (the e2e default): the format cannot change it
 def test_cli_failure_exits_1(make: MakeBackfill) -> None:
     bf = make(transform={"function": "sb_test_transforms:one_day_too_many"})
     result = CliRunner().invoke(app, ["run", str(bf.config_path), "--partitions", "2024-01-02"])  # type: ignore[attr-defined]
