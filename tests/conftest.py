@@ -5,16 +5,29 @@ PySpark imported at all, seconds), `formats` (tests/formats: the contract every 
 keeps, on every backend) and `e2e` (tests/e2e: the user's paths through the CLI and the API).
 `smoke` marks the one end-to-end scenario the second Spark line runs per backend.
 
-One Spark session per test process, tiny data, few shuffle partitions, UI off. Every behaviour
-test takes `backend` (or `make`, built on it) and so runs on every table
-backend: Iceberg and Delta on classic Spark (`classic` marker), Delta over Spark Connect against
-Sail (`sail` marker), Iceberg and Delta over a real Spark Connect server (`connect` marker,
-Spark 4), and Iceberg and Delta with their tables on a real S3-compatible server (`s3` marker,
-`store` tests only). One process holds one kind of Spark session, so each group runs in its own pytest call
+One Spark session per test process, tiny data, few shuffle partitions, UI off.
+
+What runs where. The coverage promise: every behaviour is tested on every backend where the
+backend can change its outcome, not every test on every backend. A test that takes `backend`
+(or `make`, built on it) is parametrized over every table backend (support/backends.py):
+Iceberg, Delta and Parquet on classic Spark (`classic` marker), Delta and Parquet over Spark
+Connect against Sail (`sail`), Iceberg and Delta over a real Spark Connect server (`connect`,
+Spark 4), and Iceberg, Delta and Parquet-by-name with their tables on a real S3-compatible
+server (`s3`, `store` tests only). `tests/formats` keeps every backend: its contract clauses call
+the `TableFormat` interface directly, a few seconds each, and pin down what each format reads
+and commits. `tests/e2e` keeps one backend per Spark engine (`ENGINE_BACKENDS`) unless a test is
+marked `every_backend`: an end-to-end path on a further backend of the same engine would add
+only a format's read or commit, which a contract clause already tests at a fraction of the
+cost. `every_backend` marks the e2e paths whose outcome the format decides beyond what a clause
+holds (promotion and rollback commits, the safety checks, schema changes, recompute writes,
+kills and concurrent writers, a pipeline's commit per layer). `per_engine` still narrows a test
+outside tests/e2e (a contract clause the format cannot change) to one backend per engine.
+
+One process holds one kind of Spark session, so each group runs in its own pytest call
 (`-m "not sail and not cluster and not connect and not s3"`, `-m sail`, `-m connect`, `-m s3`,
-`-m cluster`); a backend's session
-fixture is only created when a test of that backend runs. Adding a backend = one `Backend` subclass and one
-`pytest.param` in `BACKENDS` (plus its module in shadow_backfill/formats/).
+`-m cluster`); a backend's session fixture is only created when a test of that backend runs.
+Adding a backend = one `Backend` subclass and one `pytest.param` in `BACKENDS` (plus its module
+in shadow_backfill/formats/).
 """
 
 from __future__ import annotations
@@ -59,8 +72,9 @@ TIERS = ("unit", "formats", "e2e")
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """Each test gets its tier's marker from its folder, before `-m` selects (tryfirst); a test
-    marked `per_engine`, or run on the PostgreSQL state store, keeps one backend per Spark engine
-    (see `ENGINE_BACKENDS`)."""
+    marked `per_engine`, run on the PostgreSQL state store, or in tests/e2e and not marked
+    `every_backend`, keeps one backend per Spark engine (see `ENGINE_BACKENDS` and the module
+    docstring: a format's part of an end-to-end path is a contract clause in tests/formats)."""
     kept, dropped = [], []
     for item in items:
         tier = item.path.relative_to(TESTS).parts[0]
@@ -73,7 +87,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         per_engine = item.get_closest_marker("per_engine") or params.get("state_url") == "postgresql"
         # The S3 backends run only what where the files lie can change (`store`): the rest of
         # the suite assumes local folders or tests the tool's own logic.
-        off_store = isinstance(be, Backend) and be.name.endswith("-s3") and not item.get_closest_marker("store")
+        on_store = isinstance(be, Backend) and be.name.endswith("-s3")
+        off_store = on_store and not item.get_closest_marker("store")
+        # An end-to-end path runs once per engine unless the format decides its outcome; the S3
+        # backends keep their `store` selection (where the files lie is no engine's choice).
+        per_engine = per_engine or (tier == "e2e" and not on_store and not item.get_closest_marker("every_backend"))
         if off_store or (per_engine and isinstance(be, Backend) and be.name not in ENGINE_BACKENDS):
             dropped.append(item)
         else:

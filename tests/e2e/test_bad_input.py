@@ -1,10 +1,13 @@
 """The bad-input catalogue: every case gets exactly one clear error line naming the culprit, exit
 code 2 for usage errors, 1 for runtime failures and 130 for an interrupt, no traceback, and no
-table (nor any file the case names) is written. A case that touches a table runs on every
-table backend; a case that fails before any table is read (`ANYWHERE`) runs once, and one
-the format cannot change (`PER_ENGINE`) once per Spark engine. What
-differs between backends (a missing table's name, another spelling of live, dropping a table,
-deleting its data files) comes from the `backend` fixture."""
+table (nor any file the case names) is written. A case that fails before any table is read
+(`ANYWHERE`) runs once; a case runs once per Spark engine (the e2e default) when the format
+cannot change its outcome, or when what the format decides in it is a contract clause of
+tests/formats run on every backend (`BY_CLAUSE`: a schema read, a missing or dropped table, a
+read at a version, live's identity by another name); only a case the format decides and no
+clause holds (`EVERY_BACKEND`) runs on every backend. What differs between backends (a missing
+table's name, another spelling of live, dropping a table, deleting its data files) comes from
+the `backend` fixture."""
 
 from __future__ import annotations
 
@@ -880,9 +883,9 @@ ANYWHERE = frozenset(
     }
 )
 # Cases whose outcome the format cannot change: the transform's own failures, the checks on its
-# output before any write, and the state store's refusals. A case whose check reads a table's
-# schema or data through the format stays on every backend. The engine can change these (how a
-# transform's error or an interrupt reaches the driver), so they run on one backend per engine.
+# output before any write, and the state store's refusals. The engine can change these (how a
+# transform's error or an interrupt reaches the driver), so they run on one backend per engine
+# (the e2e default; a case whose check reads through the format is in BY_CLAUSE below).
 PER_ENGINE = frozenset(
     {
         "markup in a transform error",
@@ -902,8 +905,38 @@ PER_ENGINE = frozenset(
         "--canary over the partitions",
     }
 )
-assert {c.name for c in CASES} >= ANYWHERE | PER_ENGINE, sorted((ANYWHERE | PER_ENGINE) - {c.name for c in CASES})
-assert not ANYWHERE & PER_ENGINE
+# Cases whose check reads through the format, where what the format decides is a contract
+# clause of tests/formats on every backend: the case itself (the command's one line, its exit
+# code, nothing written) is the tool's and runs once per engine. Case -> the clause.
+BY_CLAUSE = {
+    "unknown live table": "test_contract_reads.py::test_a_missing_or_dropped_table_is_not_there",
+    "rollback on a missing live table": "test_contract_reads.py::test_a_missing_or_dropped_table_is_not_there",
+    "history of a missing live table": "test_contract_reads.py::test_a_missing_or_dropped_table_is_not_there",
+    "shadow dropped before promote": "test_contract_reads.py::test_a_missing_or_dropped_table_is_not_there",
+    "hourly on a date column": "test_contract_reads.py::test_schema_and_partition_facts_are_exact",
+    "partition type differs from the column": "test_contract_reads.py::test_schema_and_partition_facts_are_exact",
+    "partition column missing": "test_contract_reads.py::test_schema_and_partition_facts_are_exact",
+    "narrowing retype declared": "test_contract_reads.py::test_schema_and_partition_facts_are_exact",
+    "removed column live does not have": "test_contract_reads.py::test_schema_and_partition_facts_are_exact",
+    "suite on missing column": "test_contract_reads.py::test_schema_and_partition_facts_are_exact",
+    "key column missing": "test_contract_reads.py::test_schema_and_partition_facts_are_exact",
+    "wrong schema": "test_contract_reads.py::test_schema_and_partition_facts_are_exact",
+    "schema drift into live": "test_contract_reads.py::test_schema_and_partition_facts_are_exact",
+    "markup in a data value": "test_contract.py::test_read_as_of_a_version_returns_exactly_its_rows",
+    "rollback to unknown version": "test_contract.py::test_history_is_oldest_first_and_finds_our_commits",
+    "rollback of a rolled-back promotion": "the state store's; test_promote.py rolls back on every backend",
+    "shadow is live by another path": "test_contract.py::test_identity_knows_a_table_by_any_name",
+    "shadow inside live": "test_contract.py::test_identity_knows_a_table_by_any_name",
+    "view as live": "no format's: Spark's catalog names a temporary view (base.check_plain_table)",
+    "view as shadow": "no format's: Spark's catalog names a temporary view (base.check_plain_table)",
+}
+# Cases the format itself decides and no clause holds: each format's own metadata names
+# (Iceberg's metadata tables, Delta's log, Parquet's folder log) and how a read of files its log
+# still lists fails. They run on every backend.
+EVERY_BACKEND = frozenset({"metadata table as live", "metadata table as shadow", "live data files deleted"})
+SCOPES = (ANYWHERE, PER_ENGINE, frozenset(BY_CLAUSE), EVERY_BACKEND)
+assert {c.name for c in CASES} == frozenset().union(*SCOPES), "every case is in exactly one scope"
+assert sum(len(s) for s in SCOPES) == len(CASES), "every case is in exactly one scope"
 
 
 # Exit-2 cases allowed to leave a file behind (none: an unknown rollback id is looked up in the
@@ -912,7 +945,7 @@ RECONCILED_FIRST: frozenset[str] = frozenset()
 
 
 def _param(case: Case) -> Any:
-    return pytest.param(case, id=case.name, marks=[pytest.mark.per_engine] if case.name in PER_ENGINE else [])
+    return pytest.param(case, id=case.name, marks=[pytest.mark.every_backend] if case.name in EVERY_BACKEND else [])
 
 
 @pytest.mark.parametrize("case", [_param(c) for c in CASES])

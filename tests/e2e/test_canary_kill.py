@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from shadow_backfill import testpoints
 from shadow_backfill.cli.app import app
 
-pytestmark = pytest.mark.per_engine  # the canary's bookkeeping is the store's; its commits are any promotion's
+# once per engine (the e2e default): the canary's bookkeeping is the store's; its commits are any promotion's
 
 TRAINING = "SELECT id, amount, cat FROM {table} WHERE ds = :partition"
 

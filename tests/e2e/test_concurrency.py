@@ -19,6 +19,8 @@ from support import END, QUIET, START, MakeBackfill
 from shadow_backfill import Backfill, RefusedError
 from shadow_backfill.config import load_config
 
+pytestmark = pytest.mark.every_backend
+
 
 def twin(bf: Backfill) -> Backfill:
     """A second user: same config, own objects, same live/shadow tables and state store."""

@@ -7,15 +7,14 @@ from __future__ import annotations
 import socket
 import subprocess
 
-import pytest
 import yaml
 from support import END, QUIET, START, MakeBackfill
 from typer.testing import CliRunner
 
 from shadow_backfill.cli import app
 
-# The CLI's handling does not depend on the table format: one backend per Spark engine.
-pytestmark = pytest.mark.per_engine
+# The CLI's handling does not depend on the table format: one backend per Spark engine (the
+# e2e default).
 
 
 def test_cli_run_with_allow_code_change_rewrites_after_a_code_change(make: MakeBackfill) -> None:

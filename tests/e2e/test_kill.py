@@ -49,7 +49,7 @@ from support.settings import CONNECT
 
 from shadow_backfill.formats.runtimes import spark_line
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.every_backend]
 
 TRIALS = {  # why fewer on classic Spark: see the module docstring
     "delta": {"recompute": 2, "promote": 3},

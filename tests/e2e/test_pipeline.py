@@ -46,6 +46,7 @@ def _same(a: Any, b: Any) -> None:
 
 
 @pytest.mark.store
+@pytest.mark.every_backend  # a commit per layer, each the format's, and their rollback
 def test_three_layers_promoted_and_rolled_back_as_a_set(make: MakeBackfill, tmp_path: Path) -> None:
     probe = make(seed_live=False)
     pipeline, _ = _pipeline(make, tmp_path, probe.spark)
@@ -88,7 +89,7 @@ def test_three_layers_promoted_and_rolled_back_as_a_set(make: MakeBackfill, tmp_
     assert [r.kind for r in pipeline.history()] == ["promote", "rollback"]
 
 
-@pytest.mark.per_engine  # the set's logic is the engine's, not the format's: one backend per engine
+# once per engine (the e2e default): the set's logic is the engine's, not the format's: one backend per engine
 def test_a_refused_layer_rolls_back_the_layers_before_it(make: MakeBackfill, tmp_path: Path) -> None:
     probe = make(seed_live=False)
     pipeline, _ = _pipeline(make, tmp_path, probe.spark)

@@ -14,6 +14,9 @@ from typer.testing import CliRunner
 from shadow_backfill import RefusedError, UsageError
 from shadow_backfill.cli import app
 
+# a promotion's and a rollback's commits, and the refusals that read live's history, are the format's
+pytestmark = pytest.mark.every_backend
+
 
 def _same(a, b) -> None:
     assert_df_equality(a, b, ignore_row_order=True, ignore_nullable=True, ignore_column_order=True)

@@ -26,6 +26,7 @@ def expected_v2(bf: Backfill, start: str = START, end: str = END):
     return t.events_v2(bf.spark, [bf.scheme.value(k) for k in keys])
 
 
+@pytest.mark.every_backend  # a recompute's writes and the shadow's versions are the format's
 def test_rerun_is_idempotent(make: MakeBackfill) -> None:
     bf = make()
     first = bf.run(START, END)
@@ -47,7 +48,7 @@ def test_rerun_is_idempotent(make: MakeBackfill) -> None:
     assert_same_content(bf.read_live(), t.events(bf.spark, [bf.scheme.value(k) for k in bf.scheme.expand(START, END)]))
 
 
-@pytest.mark.per_engine  # which partitions are redone is the state store's; the writes are tested per format
+# once per engine (the e2e default): which partitions are redone is the state store's; the writes are tested per format
 def test_resumes_after_failure(make: MakeBackfill) -> None:
     bf = make(transform={"function": "sb_test_transforms:flaky"})
     t.FAIL_ON.clear()
@@ -68,6 +69,7 @@ def test_resumes_after_failure(make: MakeBackfill) -> None:
     assert_same_content(shadow, t.events(bf.spark, [bf.scheme.value(k) for k in bf.scheme.expand(START, END)]))
 
 
+@pytest.mark.every_backend  # chunks are separate commits of the format
 def test_chunked_equals_per_partition(make: MakeBackfill) -> None:
     one = make()
     one.run(START, END, chunk_size=1)
@@ -77,7 +79,7 @@ def test_chunked_equals_per_partition(make: MakeBackfill) -> None:
     assert_same_content(one.read_shadow(), many.read_shadow())
 
 
-@pytest.mark.per_engine  # refused by the runner before any write
+# once per engine (the e2e default): refused by the runner before any write
 def test_out_of_partition_rows_refused(make: MakeBackfill) -> None:
     bf = make(transform={"function": "sb_test_transforms:one_day_too_many"})
     result = bf.run("2024-01-02", "2024-01-03", chunk_size=2)
@@ -86,6 +88,7 @@ def test_out_of_partition_rows_refused(make: MakeBackfill) -> None:
     assert not bf.table_format.exists(bf.shadow_table), "a refused chunk must not even create the shadow"
 
 
+@pytest.mark.every_backend  # the format's partition overwrite
 def test_only_requested_partitions_are_replaced(make: MakeBackfill) -> None:
     bf = make()
     bf.run(START, END)
@@ -106,7 +109,7 @@ def test_wrong_schema_refused(make: MakeBackfill) -> None:
     assert bf.read_shadow().count() == 0
 
 
-@pytest.mark.per_engine  # refused by the runner before any write
+# once per engine (the e2e default): refused by the runner before any write
 def test_null_partition_value_refused(make: MakeBackfill) -> None:
     bf = make(transform={"function": "sb_test_transforms:null_partition"})
     result = bf.run(START, "2024-01-02")
@@ -115,6 +118,7 @@ def test_null_partition_value_refused(make: MakeBackfill) -> None:
 
 
 @pytest.mark.store
+@pytest.mark.every_backend  # the shadow's history and time travel
 def test_versions_history_and_time_travel(make: MakeBackfill) -> None:
     bf = make()
     fmt = bf.table_format

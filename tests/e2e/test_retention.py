@@ -19,6 +19,9 @@ from typer.testing import CliRunner
 from shadow_backfill import Backfill
 from shadow_backfill.cli import app
 
+# gc deletes kept data only on folder (Parquet) tables, and no backend of ENGINE_BACKENDS holds one
+pytestmark = pytest.mark.every_backend
+
 DAY_S = 86400
 
 

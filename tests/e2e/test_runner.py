@@ -1,29 +1,23 @@
-"""Runner behaviour on every backend: concurrency bound, code pinning, SQL transforms, the CLI;
-and a killed process on Iceberg (the kill trials in test_kill.py cover both backends)."""
+"""Runner behaviour once per engine (the format cannot change it): concurrency bound, code
+pinning, SQL transforms, the CLI. A partition setting that does not fit live is in the bad-input
+catalogue, a killed run in the kill trials (test_kill.py), each on every backend it can differ on."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 import sb_test_transforms as t
-import yaml
 from chispa import assert_df_equality
-from support import END, START, Backend, MakeBackfill, killable_cli_env, state_count
+from support import END, START, Backend, MakeBackfill
 from typer.testing import CliRunner
 
 from shadow_backfill import RefusedError
 from shadow_backfill.cli import app
 
 
-@pytest.mark.per_engine  # the format cannot change it
+# once per engine (the e2e default): the format cannot change it
 @pytest.mark.parametrize("max_parallel", [1, 2])
 def test_concurrency_is_bounded(make: MakeBackfill, max_parallel: int) -> None:
     bf = make(transform={"function": "sb_test_transforms:tracked"})
@@ -37,7 +31,7 @@ def test_concurrency_is_bounded(make: MakeBackfill, max_parallel: int) -> None:
     assert result.peak_parallel == max_parallel
 
 
-@pytest.mark.per_engine  # the format cannot change it
+# once per engine (the e2e default): the format cannot change it
 def test_code_change_is_refused_unless_allowed(make: MakeBackfill) -> None:
     bf = make()
     bf.run(START, "2024-01-03")
@@ -56,7 +50,7 @@ def test_code_change_is_refused_unless_allowed(make: MakeBackfill) -> None:
     assert {r.code_fingerprint for r in changed.status()} == {changed.transform.fingerprint}
 
 
-@pytest.mark.per_engine  # the format cannot change it
+# once per engine (the e2e default): the format cannot change it
 def test_sql_transform_binds_partition_values(
     make: MakeBackfill, backend: Backend, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
@@ -72,7 +66,7 @@ def test_sql_transform_binds_partition_values(
     assert_df_equality(sql_bf.read_shadow(), expected, ignore_row_order=True, ignore_nullable=True)
 
 
-@pytest.mark.per_engine  # the format cannot change it
+# once per engine (the e2e default): the format cannot change it
 def test_cli_run_and_status_json(make: MakeBackfill) -> None:
     bf = make()
     cfg = str(bf.config_path)  # type: ignore[attr-defined]
@@ -90,7 +84,7 @@ def test_cli_run_and_status_json(make: MakeBackfill) -> None:
     assert f"state store: {bf.config.state_url}" in table.output, "says where the record lives"
 
 
-@pytest.mark.per_engine  # the format cannot change it
+# once per engine (the e2e default): the format cannot change it
 def test_cli_failure_exits_1(make: MakeBackfill) -> None:
     bf = make(transform={"function": "sb_test_transforms:one_day_too_many"})
     result = CliRunner().invoke(app, ["run", str(bf.config_path), "--partitions", "2024-01-02"])  # type: ignore[attr-defined]
@@ -98,84 +92,3 @@ def test_cli_failure_exits_1(make: MakeBackfill) -> None:
     assert "2024-01-03" in result.output
     reversed_range = CliRunner().invoke(app, ["run", str(bf.config_path), "--start", END, "--end", START])  # type: ignore[attr-defined]
     assert reversed_range.exit_code == 2 and "reversed" in reversed_range.output
-
-
-@pytest.mark.parametrize(
-    ("partition", "selection", "words"),
-    [
-        (
-            {"granularity": "hourly"},
-            ["--start", "2024-01-01T00", "--end", "2024-01-03T00"],
-            "partition column 'ds' of {live} is date, which cannot hold hourly partitions",
-        ),
-        (
-            {"column": "day"},
-            ["--start", START, "--end", END],
-            "partition.column 'day' is not a column of live table {live} (its columns: id, amount, cat, ds)",
-        ),
-    ],
-)
-def test_cli_refuses_a_partition_column_that_does_not_fit_live(
-    make: MakeBackfill, partition: dict, selection: list[str], words: str
-) -> None:
-    bf = make()
-    cfg = bf.config_path  # type: ignore[attr-defined]
-    data = yaml.safe_load(cfg.read_text())
-    data["partition"].update(partition)
-    cfg.write_text(yaml.safe_dump(data))
-    result = CliRunner().invoke(app, ["run", str(cfg), *selection])
-    assert result.exit_code == 2, result.output
-    lines = result.output.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: " + words.format(live=bf.live_table)), result.output
-    assert not bf.table_format.exists(bf.shadow_table)
-    assert bf.store.records(bf.shadow_table) == {}
-
-
-@pytest.mark.slow
-def test_killed_run_resumes_without_duplicates(make_backfill: MakeBackfill) -> None:
-    bf = make_backfill(transform={"function": "sb_test_transforms:slow"}, spark={"master": "local[1]"})
-    db = bf.config.state_url.removeprefix("sqlite:///")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "shadow_backfill.cli",
-            "run",
-            str(bf.config_path),  # type: ignore[attr-defined]
-            "--start",
-            START,
-            "--end",
-            END,
-            "--chunk-size",
-            "1",
-            "--max-parallel",
-            "1",
-        ],
-        env=killable_cli_env(bf, 1.5),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    written = 0
-    deadline = time.monotonic() + 240
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            written = state_count(db, "SELECT count(*) FROM partitions WHERE status = 'written'") or 0
-            if written >= 3:
-                os.kill(proc.pid, signal.SIGKILL)
-                break
-            time.sleep(0.2)
-    finally:
-        proc.wait(timeout=60)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)  # the orphaned JVM, if any
-    assert proc.returncode == -signal.SIGKILL, "the run finished before it could be killed"
-    assert 3 <= written < 10
-
-    resumed = bf.run(START, END)
-    assert resumed.ok
-    assert len(resumed.skipped) >= 3 and len(resumed.written) + len(resumed.skipped) == 10
-    shadow = bf.read_shadow()
-    assert shadow.count() == shadow.select("ds", "id").distinct().count() == 10 * t.ROWS_PER_DAY
-    expected = t.events(bf.spark, [bf.scheme.value(k) for k in bf.scheme.expand(START, END)])
-    assert_df_equality(shadow, expected, ignore_row_order=True, ignore_nullable=True)

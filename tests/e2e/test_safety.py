@@ -14,6 +14,9 @@ from support import DRIFT, END, START, Backend, MakeBackfill, validated
 from shadow_backfill import Backfill
 from shadow_backfill.errors import ConfigError
 
+# the checks are the format's own: its commit binding, its identity of a table by any name
+pytestmark = pytest.mark.every_backend
+
 TOUCHED = "2024-01-02"
 FOREIGN_ID = 999_999
 

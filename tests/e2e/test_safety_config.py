@@ -69,7 +69,7 @@ def _versions(bf: Any) -> tuple[Any, ...]:
     return tuple(fmt.current_version(t) if fmt.exists(t) else None for t in (bf.live_table, bf.shadow_table))
 
 
-@pytest.mark.per_engine  # the format cannot change it
+# once per engine (the e2e default): the format cannot change it
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_config_mistake_is_one_clear_line(make: MakeBackfill, case: Case) -> None:
     bf = make()

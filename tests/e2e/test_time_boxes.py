@@ -25,7 +25,7 @@ from shadow_backfill.cli.render import print_backfill
 from shadow_backfill.timebox import TimeBox
 
 
-@pytest.mark.per_engine  # when to stop is the runner's: the format cannot change it
+# once per engine (the e2e default): when to stop is the runner's: the format cannot change it
 def test_a_time_box_stops_at_a_chunk_boundary_and_a_rerun_finishes(make: MakeBackfill) -> None:
     bf = make(validation=QUIET)
     box = TimeBox(DEADLINE, Ticks(2), "--until 06:00")

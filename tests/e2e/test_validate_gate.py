@@ -63,7 +63,7 @@ def test_drifting_partition_fails_and_reports(make: MakeBackfill, tmp_path: Path
     assert "<svg" in paths["html"].read_text()
 
 
-@pytest.mark.per_engine  # the format cannot change it
+# once per engine (the e2e default): the format cannot change it
 def test_missing_live_follows_policy(make: MakeBackfill) -> None:
     bf = make(expectations=[SUITE])
     bf.run("2024-01-10", "2024-01-11")  # live has 01-01..01-10
@@ -89,7 +89,7 @@ def test_schema_change_is_reported(make: MakeBackfill) -> None:
     assert schema.observed == ["+extra"]
 
 
-@pytest.mark.per_engine  # the format cannot change it
+# once per engine (the e2e default): the format cannot change it
 def test_cli_validate_exits_1_on_failure(make: MakeBackfill) -> None:
     bf = make(transform={"function": "sb_test_transforms:drift_on_one_day"})
     bf.run(START, "2024-01-06")
@@ -121,7 +121,7 @@ def test_cli_validate_exits_1_on_failure(make: MakeBackfill) -> None:
         ),
     ],
 )
-@pytest.mark.per_engine  # the format cannot change it
+# once per engine (the e2e default): the format cannot change it
 def test_bad_suites_are_refused_before_work(make: MakeBackfill, tmp_path: Path, content: str, words: str) -> None:
     suite = tmp_path / "bad.json"
     suite.write_text(content)
@@ -136,7 +136,7 @@ def test_bad_suites_are_refused_before_work(make: MakeBackfill, tmp_path: Path, 
         missing.validate(partitions=[START])
 
 
-@pytest.mark.per_engine  # the format cannot change it
+# once per engine (the e2e default): the format cannot change it
 def test_html_report_renders_in_headless_chromium(make: MakeBackfill, tmp_path: Path) -> None:
     bf = make(
         transform={"function": "sb_test_transforms:drift_on_one_day"},
@@ -152,7 +152,7 @@ def test_html_report_renders_in_headless_chromium(make: MakeBackfill, tmp_path: 
     assert json.loads(html.read_text().split('id="report-data">')[1].split("</script>")[0])["partitions"] == 6
 
 
-@pytest.mark.per_engine  # the format cannot change it
+# once per engine (the e2e default): the format cannot change it
 def test_missing_key_column_is_refused_before_any_job(make: MakeBackfill) -> None:
     bf = make(keys=["id", "ghost_key"])
     bf.run(START, "2024-01-02")
