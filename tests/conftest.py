@@ -76,6 +76,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     `every_backend`, keeps one backend per Spark engine (see `ENGINE_BACKENDS` and the module
     docstring: a format's part of an end-to-end path is a contract clause in tests/formats)."""
     kept, dropped = [], []
+    # `SB_BACKENDS=iceberg,delta-sail`: only these backends (and the tests with none); the inner
+    # loop (`nox -s changed`) runs one backend per engine this way
+    only = {b for b in os.environ.get("SB_BACKENDS", "").split(",") if b}
     for item in items:
         tier = item.path.relative_to(TESTS).parts[0]
         if tier in TIERS:
@@ -92,7 +95,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         # An end-to-end path runs once per engine unless the format decides its outcome; the S3
         # backends keep their `store` selection (where the files lie is no engine's choice).
         per_engine = per_engine or (tier == "e2e" and not on_store and not item.get_closest_marker("every_backend"))
-        if off_store or (per_engine and isinstance(be, Backend) and be.name not in ENGINE_BACKENDS):
+        narrowed = bool(only) and isinstance(be, Backend) and be.name not in only
+        if narrowed or off_store or (per_engine and isinstance(be, Backend) and be.name not in ENGINE_BACKENDS):
             dropped.append(item)
         else:
             kept.append(item)
