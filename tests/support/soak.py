@@ -91,6 +91,11 @@ class Tally:
         """The required points no trial really killed at."""
         return [p for p in self.required if (p, KILLED) not in self.seen]
 
+    def require(self, point: str, returncode: int | None, repro: str) -> None:
+        """Record a trial of the minimum at `point`, and fail now unless it was a real kill."""
+        how = self.record(point, returncode)
+        assert how == KILLED, f"the process ended before its kill at {point} ({returncode=}); reproduce with: {repro}"
+
     def check(self, repro: str) -> None:
         missing = self.unmet()
         assert not missing, f"no real kill at {missing} (trials: {self.seen}); reproduce with: {repro}"
