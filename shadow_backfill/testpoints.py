@@ -25,6 +25,8 @@ PROMOTE_BEFORE_COMMIT = "promote.before_commit"
 PROMOTE_AFTER_COMMIT = "promote.after_commit"
 # A recompute chunk committed to the shadow, not yet recorded as written in the state store.
 RECOMPUTE_AFTER_COMMIT = "recompute.after_commit"
+# A pipeline's set after a layer's commit is named in its record, before the next layer's.
+PIPELINE_AFTER_LAYER = "pipeline.after_layer"
 
 
 def reached(point: str) -> None:
