@@ -146,14 +146,15 @@ def _same_rows(actual: Any, expected: Any) -> bool:
     return True
 
 
-def _soak(request: pytest.FixtureRequest, trial: Callable[[int, random.Random], None]) -> float:
-    """Random trials while this test's share of the budget lasts; each draws from its own
-    generator (seed, test, index), so SB_KILL_TRIALS=i+1 replays trial i's point. Returns the
-    seconds spent; the outcomes go to `trial`'s caller through the list it appends to."""
+def _soak(request: pytest.FixtureRequest, trial_seconds: float, trial: Callable[[int, random.Random], None]) -> float:
+    """Random trials while this test's share of the budget lasts (`soak.Plan`; `trial_seconds`:
+    what this test's minimum trials took each). Each trial draws from its own generator (seed,
+    test, index), so SB_KILL_TRIALS=i+1 replays trial i's point. Returns the seconds spent."""
     budget = soak.budget()
     items = request.session.items
     left = sum(1 for i in items[items.index(request.node) :] if getattr(i, "module", None) is request.module)
-    plan, done = budget.plan(left), 0
+    coin = random.Random(f"{soak.run_seed()}/{request.node.name}/coin").random
+    plan, done = budget.plan(left, trial_seconds, coin), 0
     while plan.go_on(done):
         trial(done, random.Random(f"{soak.run_seed()}/{request.node.name}/{done}"))
         done += 1
@@ -238,7 +239,9 @@ def test_killed_recompute_resumes_to_identical_content(
 ) -> None:
     _announce(request)
     tally = soak.Tally((testpoints.RECOMPUTE_AFTER_COMMIT,))
+    started = time.monotonic()
     outcomes = [_recompute_minimum(make, backend, tally, soak.repro(soak.run_seed(), request.node.nodeid))]
+    minimum_s = time.monotonic() - started
 
     def trial(index: int, rng: random.Random) -> None:
         bf = make(transform={"function": "sb_test_transforms:slow"})
@@ -249,7 +252,7 @@ def test_killed_recompute_resumes_to_identical_content(
         facts = {"trial": "random", "index": index, "kill_point": round(point, 2), "written_before_kill": _written(bf)}
         outcomes.append(_outcome(_recompute_checks, (bf,), outcome=how, **facts))
 
-    seconds = _soak(request, trial)
+    seconds = _soak(request, minimum_s, trial)
     _report(request, "recompute", outcomes, seconds)
     tally.check(soak.repro(soak.run_seed(), request.node.nodeid))
 
@@ -331,9 +334,10 @@ def test_killed_promotion_is_all_or_nothing(
     _announce(request)
     repro = soak.repro(soak.run_seed(), request.node.nodeid)
     tally = soak.Tally((testpoints.PROMOTE_BEFORE_COMMIT, testpoints.PROMOTE_AFTER_COMMIT))
+    started = time.monotonic()
     before, _ = _promotion_minimum(make, backend, tally, testpoints.PROMOTE_BEFORE_COMMIT, repro)
     after, lock_to_commit = _promotion_minimum(make, backend, tally, testpoints.PROMOTE_AFTER_COMMIT, repro)
-    outcomes = [before, after]
+    outcomes, minimum_s = [before, after], (time.monotonic() - started) / 2
 
     def trial(index: int, rng: random.Random) -> None:
         case = _Promotable.make(make)
@@ -343,7 +347,7 @@ def test_killed_promotion_is_all_or_nothing(
         how = _kill_in_promotion(proc, _db(case.bf), commits, point, lock_to_commit)
         outcomes.append(case.killed(backend, how, trial="random", index=index, kill_point=round(point, 2)))
 
-    seconds = _soak(request, trial)
+    seconds = _soak(request, minimum_s, trial)
     _report(request, "promote", outcomes, seconds)
     tally.check(repro)
 

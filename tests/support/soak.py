@@ -103,17 +103,28 @@ class Tally:
 
 @dataclass
 class Plan:
-    """One test's share of the soak: a count when `SB_KILL_TRIALS` is set, else a deadline."""
+    """One test's share of the soak: a count when `SB_KILL_TRIALS` is set, else a deadline.
+
+    A share shorter than a trial (60 s over ten tests, and a classic trial takes 20-80 s) would
+    start a trial in whichever tests come first and starve the rest, the same ones every run:
+    so a trial that does not fit in what is left of the share starts only on a coin weighted by
+    how much of it fits (`coin`, the run's seeded draw in [0, 1)). Over many tests the spend
+    matches the budget, and which backends get the extra trials rotates with the seed."""
 
     started: float
     deadline: float
     trials: int | None
     clock: Callable[[], float]
+    trial_seconds: float = 0.0
+    coin: Callable[[], float] = field(default=lambda: 0.0)
 
     def go_on(self, done: int) -> bool:
         if self.trials is not None:
             return done < self.trials
-        return self.clock() < self.deadline  # a trial begun before the deadline finishes
+        left = self.deadline - self.clock()
+        if left <= 0:
+            return False
+        return left >= self.trial_seconds or self.coin() < left / self.trial_seconds
 
 
 @dataclass
@@ -130,11 +141,12 @@ class Budget:
         trials = _number(env, TRIALS_ENV, int)
         return cls(seconds=_number(env, BUDGET_ENV, float) or 0.0, trials=None if trials is None else int(trials))
 
-    def plan(self, tests_left: int) -> Plan:
-        """An equal share of what is left among this test and the soak tests after it."""
+    def plan(self, tests_left: int, trial_seconds: float = 0.0, coin: Callable[[], float] = lambda: 0.0) -> Plan:
+        """An equal share of what is left among this test and the soak tests after it;
+        `trial_seconds`: what a trial of this test takes (its minimum's trials tell)."""
         now = self.clock()
         share = max(0.0, self.seconds - self.spent) / max(1, tests_left)
-        return Plan(started=now, deadline=now + share, trials=self.trials, clock=self.clock)
+        return Plan(now, now + share, self.trials, self.clock, trial_seconds, coin)
 
     def close(self, plan: Plan) -> float:
         """Charge the plan's time (its overshoot included, so later tests get less); returns it."""

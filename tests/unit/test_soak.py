@@ -76,6 +76,16 @@ def test_the_budget_is_shared_by_the_tests_left_and_charged_with_overshoot() -> 
     assert not budget.plan(tests_left=1).go_on(0)  # nothing left: the minimum only
 
 
+def test_a_trial_longer_than_the_share_left_starts_on_a_weighted_coin() -> None:
+    clock = _Clock()
+    draws = iter([0.2, 0.3])
+    plan = soak.Budget(seconds=10, clock=clock).plan(tests_left=1, trial_seconds=40, coin=lambda: next(draws))
+    assert plan.go_on(0)  # 10 of 40 s fit: 0.2 < 0.25
+    clock.now += 2
+    assert not plan.go_on(1)  # 8 of 40 s fit: 0.3 >= 0.2
+    assert soak.Budget(seconds=80, clock=clock).plan(tests_left=1, trial_seconds=40, coin=lambda: 1.0).go_on(0)
+
+
 def test_no_budget_means_the_minimum_only_and_a_count_overrides_it() -> None:
     assert not soak.Budget.from_env({}).plan(tests_left=1).go_on(0)
     counted = soak.Budget.from_env({soak.TRIALS_ENV: "2", soak.BUDGET_ENV: "0"}).plan(tests_left=1)
