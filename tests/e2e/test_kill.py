@@ -16,7 +16,9 @@ random points (a recompute point k.f: once k partitions are written, f of CHUNK_
 promotion point p in [0, 2): below 1, p of the lock-to-commit time the minimum measured after
 the locks; from 1, (p - 1) of COMMIT_GAP_S after the commit landed) run until the pytest
 process's soak budget is spent: $SB_SOAK_SECONDS (default 0, the minimum only; CI sets 60 per
-group), shared by the soak tests of the process; $SB_KILL_TRIALS=<n> runs exactly n per test.
+group), shared by the soak tests of the process (a trial that does not fit in a test's share
+starts on a seeded coin weighted by how much of it fits, so the extra trials rotate over the
+backends); $SB_KILL_TRIALS=<n> runs exactly n per test instead.
 Such a trial may end before its kill: its recovery is still checked, and it is reported as such.
 
 The seed rotates per run ($SB_KILL_SEED replays one); it is printed once per process, written to
