@@ -272,7 +272,7 @@ def _recompute_minimum(make: MakeBackfill, backend: Backend, tally: soak.Tally, 
     if backend.server_outlives_client:
         _settle(functools.partial(backend.commits, bf, bf.shadow_table))
     backend.refresh(bf)
-    written, rows = _written(bf), bf.read_shadow().count()
+    written, rows = _written(bf), int(bf.read_shadow().count())  # Sail counts in numpy
     assert written == 0 and 0 < rows < DAYS * t.ROWS_PER_DAY, (
         f"killed at {point}: want a chunk's rows in the shadow and none recorded (rows {rows}, written {written}); "
         f"reproduce with: {repro}"
