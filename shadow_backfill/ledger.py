@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from pyspark.sql import DataFrame
 
+from shadow_backfill import testpoints
 from shadow_backfill.errors import RefusedError
 from shadow_backfill.formats.base import PARTITIONS_PROPERTY, Commit, LiveChangedError, TableFormat, Written
 from shadow_backfill.schema import conform
@@ -168,6 +169,7 @@ def write_and_record(
         live_version_before=written.parent,
         live_version_after=after,
     )
+    testpoints.reached(f"{rec.kind}.after_commit")  # e.g. testpoints.PROMOTE_AFTER_COMMIT
     store.record_promotion(rec)
     return rec, lost
 

@@ -18,6 +18,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructField, StructType
 
+from shadow_backfill import testpoints
 from shadow_backfill.config import BackfillConfig, SchemaChanges
 from shadow_backfill.document import MetricsDoc
 from shadow_backfill.errors import RefusedError, TableNotFoundError, UsageError
@@ -349,6 +350,7 @@ class Promoter:
         )
         if self.before_commit is not None:
             self.before_commit(plan)
+        testpoints.reached(testpoints.PROMOTE_BEFORE_COMMIT)
         rec, lost = write_and_record(self.fmt, self.store, rec, conform(shadow, live_schema))
         for k, commit in lost.items():
             plan.refused[k] = _changed_reason("live", commit)

@@ -21,6 +21,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
+from shadow_backfill import testpoints
 from shadow_backfill.chunking import choose_chunk_size
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import ConfigError, RefusedError, TableNotFoundError, TransformError, first_line
@@ -386,6 +387,7 @@ class Recompute:
                         for k in keys:
                             result.failed[k] = message
                     return PartitionStatus.FAILED
+                testpoints.reached(testpoints.RECOMPUTE_AFTER_COMMIT)
                 self.store.mark_written(self.shadow, written, version, run_id, fp, time.monotonic() - started)
                 with self._lock:
                     result.written.update(written)

@@ -18,6 +18,15 @@ PAUSE_AT = "SHADOW_BACKFILL_PAUSE_AT"
 HOOKS: dict[str, Callable[[], None]] = {}
 
 CANARY_BEFORE_CHECKS = "canary.before_checks"
+# A promotion's commit has two sides a crash can fall on (tests/e2e/test_kill.py): after the
+# locks and any column added for it, before live's data commit; and after that commit, before
+# its audit row. A rollback's commit has the second as `rollback.after_commit`.
+PROMOTE_BEFORE_COMMIT = "promote.before_commit"
+PROMOTE_AFTER_COMMIT = "promote.after_commit"
+# A recompute chunk committed to the shadow, not yet recorded as written in the state store.
+RECOMPUTE_AFTER_COMMIT = "recompute.after_commit"
+# A pipeline's set after a layer's commit is named in its record, before the next layer's.
+PIPELINE_AFTER_LAYER = "pipeline.after_layer"
 
 
 def reached(point: str) -> None:

@@ -16,6 +16,7 @@ import dataclasses
 import datetime as dt
 from collections.abc import Mapping, Sequence
 
+from shadow_backfill import testpoints
 from shadow_backfill.api import Backfill
 from shadow_backfill.errors import RefusedError, ShadowBackfillError, UsageError, first_line
 from shadow_backfill.ledger import record_from_commit
@@ -60,6 +61,7 @@ class SetPromotion:
                 ) from exc
             self.store.add_pipeline_member(record.id, key, rec.id)
             members.append((key, rec.id))
+            testpoints.reached(testpoints.PIPELINE_AFTER_LAYER)
         self.store.set_pipeline_state(record.id, DONE)
         return dataclasses.replace(record, members=members, state=DONE)
 

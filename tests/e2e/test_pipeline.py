@@ -32,7 +32,7 @@ from support.pipelines import make_pipeline as _pipeline
 from support.processes import killable_cli_env
 from typer.testing import CliRunner
 
-from shadow_backfill import Pipeline, RefusedError
+from shadow_backfill import Pipeline, RefusedError, testpoints
 from shadow_backfill.cli import app
 from shadow_backfill.timebox import TimeBox
 
@@ -206,17 +206,13 @@ def test_a_later_layers_missing_live_table_is_found_before_any_layer_runs(
     assert state.exists() == had_state and not report.exists(), "a refused command wrote a state store or report"
 
 
-def _named_a_layer(db: Path) -> bool:
-    with sqlite3.connect(db) as c:
-        rows = c.execute("SELECT members FROM pipeline_promotions").fetchall()
-    return any(json.loads(members) for (members,) in rows)
-
-
 # Sail, where a CLI process starts in a second (a classic one starts a JVM: 60 s a trial here)
 @pytest.mark.parametrize("backend", [b for b in BACKENDS if b.id == "delta-sail"], indirect=True)
 def test_a_promotion_killed_between_layers_is_finished_by_the_next_command(make: MakeBackfill, tmp_path: Path) -> None:
-    """kill -9 of `pipeline promote` once the first layer has committed: live holds a new raw
-    beside an old staging until the next pipeline command, which finishes the set."""
+    """kill -9 of `pipeline promote` once the first layer has committed (paused at the named
+    point `pipeline.after_layer`, so the kill falls between the layers' commits on any machine):
+    live holds a new raw beside an old staging until the next pipeline command, which finishes
+    the set."""
     probe = make(seed_live=False)
     pipeline, layers = _pipeline(make, tmp_path, probe.spark)
     pipeline.run(START, END)
@@ -224,15 +220,17 @@ def test_a_promotion_killed_between_layers_is_finished_by_the_next_command(make:
     good = [d for d in probe.scheme.expand(START, END) if d not in (STAGING_BROKEN, FEATURES_BROKEN)]
     broken_before = {key: sorted(layers[key].read_live([STAGING_BROKEN]).collect()) for key in pipeline.order}
     live_before = {key: sorted(layers[key].read_live().collect()) for key in pipeline.order}
+    marker = tmp_path / "paused"
+    env = {**killable_cli_env(layers["raw"], 0), testpoints.PAUSE_AT: f"{testpoints.PIPELINE_AFTER_LAYER}={marker}"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "shadow_backfill.cli", "pipeline", "promote", str(pipeline.file.path)],
-        env=killable_cli_env(layers["raw"], 0),
+        env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
     deadline = time.monotonic() + 300
-    while proc.poll() is None and not _named_a_layer(tmp_path / "pipeline-state.db"):
+    while proc.poll() is None and not marker.exists():  # paused after the first layer's commit
         assert time.monotonic() < deadline, "the promotion neither committed a layer nor ended"
         time.sleep(0.01)
     if proc.poll() is None:
