@@ -24,6 +24,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import tomllib
+
 ROOT = Path(__file__).resolve().parents[1]
 # A full run stays good for this many commits: a longer stretch of gated runs is checked whole.
 FULL_EVERY = 5
@@ -128,11 +130,22 @@ def schedule(groups: Sequence[str], seconds: dict[str, float], first: Sequence[s
     return [*[g for g in first if g in groups], *rest]
 
 
+def install_inputs(pyproject: bytes) -> bytes:
+    """The parts of pyproject.toml that decide what a venv holds: the build system, the Python
+    versions and the dependencies with their extras. The tools' settings beside them (pytest's
+    markers, ruff, mypy) do not, and a change to them must not cost a new venv."""
+    data = tomllib.loads(pyproject.decode())
+    project = data.get("project", {})
+    keys = ("dependencies", "optional-dependencies", "requires-python", "name")
+    decisive = {"build-system": data.get("build-system"), "project": {k: project.get(k) for k in keys}}
+    return json.dumps(decisive, sort_keys=True).encode()
+
+
 def venv_digest(pyproject: bytes, python_version: str, requirements: Iterable[str]) -> str:
-    """The cache key of a venv: the project's metadata, the interpreter and what is installed
-    into it. The tool itself is installed editable, without its dependencies, into the cached venv
-    at each run, so a change to its code never needs a new venv."""
-    h = hashlib.sha256(pyproject)
+    """The cache key of a venv: what pyproject.toml installs, the interpreter and the
+    requirements given to pip. The tool itself is installed editable, without its dependencies,
+    into the cached venv at each run, so a change to its code never needs a new venv."""
+    h = hashlib.sha256(install_inputs(pyproject))
     h.update(python_version.encode())
     h.update("\0".join(requirements).encode())
     return h.hexdigest()[:16]

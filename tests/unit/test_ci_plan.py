@@ -79,12 +79,30 @@ def test_the_longest_group_goes_first_after_what_must_go_first() -> None:
     assert ci_plan.schedule(["x", "4.1-e2e-classic"], {}) == ["4.1-e2e-classic", "x"]
 
 
+PYPROJECT = b"""
+[project]
+name = "x"
+dependencies = ["pydantic>=2"]
+[project.optional-dependencies]
+dev = ["pytest"]
+[tool.pytest.ini_options]
+markers = ["a: one"]
+"""
+
+
 def test_the_venv_key_changes_with_what_decides_the_venv_only() -> None:
-    base = ci_plan.venv_digest(b"[project]", "Python 3.11.7", [".[dev]"])
-    assert base == ci_plan.venv_digest(b"[project]", "Python 3.11.7", [".[dev]"])
-    assert base != ci_plan.venv_digest(b"[project]\n", "Python 3.11.7", [".[dev]"])
-    assert base != ci_plan.venv_digest(b"[project]", "Python 3.12.1", [".[dev]"])
-    assert base != ci_plan.venv_digest(b"[project]", "Python 3.11.7", [".[dev,docs]"])
+    base = ci_plan.venv_digest(PYPROJECT, "Python 3.11.7", [".[dev]"])
+    assert base == ci_plan.venv_digest(PYPROJECT, "Python 3.11.7", [".[dev]"])
+    # a new pytest marker or ruff rule is no new venv; a dependency or an extra is
+    assert base == ci_plan.venv_digest(
+        PYPROJECT.replace(b'"a: one"', b'"a: one", "b: two"'), "Python 3.11.7", [".[dev]"]
+    )
+    assert base != ci_plan.venv_digest(PYPROJECT.replace(b"pydantic>=2", b"pydantic>=2.5"), "Python 3.11.7", [".[dev]"])
+    assert base != ci_plan.venv_digest(
+        PYPROJECT.replace(b'["pytest"]', b'["pytest", "nox"]'), "Python 3.11.7", [".[dev]"]
+    )
+    assert base != ci_plan.venv_digest(PYPROJECT, "Python 3.12.1", [".[dev]"])
+    assert base != ci_plan.venv_digest(PYPROJECT, "Python 3.11.7", [".[dev,docs]"])
 
 
 def test_a_change_reaches_the_tests_that_import_it_but_not_through_the_facades() -> None:
