@@ -8,6 +8,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -18,6 +19,10 @@ SLEEP_S = 0.0
 _lock = threading.Lock()
 in_flight = 0
 peak = 0
+# Run by `tracked` and `every_value_changed` when they are called, in the run's chunk thread: a
+# racing test holds a run there (it has leased its partitions and not yet committed) or runs
+# the other side right there, instead of guessing the moment with a sleep.
+ON_CALL: Callable[[], None] | None = None
 
 
 def events(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
@@ -51,6 +56,8 @@ def tracked(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
         in_flight += 1
         peak = max(peak, in_flight)
     try:
+        if ON_CALL is not None:
+            ON_CALL()
         time.sleep(SLEEP_S)
         return events(spark, partitions)
     finally:
@@ -248,12 +255,10 @@ def instants_spilling(spark: SparkSession, periods: list[dt.datetime]) -> DataFr
     return instants(spark, periods).unionByName(early)
 
 
-CALLED = threading.Event()  # set by `every_value_changed`: a racing test starts its other side on it
-
-
 def every_value_changed(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
     """Rows no run of `events_v2` makes (every amount negative): seen in live, they were never validated."""
-    CALLED.set()
+    if ON_CALL is not None:
+        ON_CALL()
     return events(spark, partitions).withColumn("amount", F.lit(-1.0) - F.col("amount"))
 
 

@@ -47,6 +47,11 @@ class LeaseLocks:
         self.leases = leases
         self.ttl_s = ttl_s
         self.wait_s = wait_s
+        # Called with the lock's name each time a hold finds it taken and waits, and each time a
+        # renewer renewed its lease: a test asserts what another hold did while it waited, or
+        # that a lease outlived its TTL, on these events instead of on sleeps.
+        self.waited: Callable[[str], None] | None = None
+        self.renewed: Callable[[str], None] | None = None
 
     @contextmanager
     def hold(self, name: str, exclusive: bool = True) -> Iterator[None]:
@@ -54,7 +59,7 @@ class LeaseLocks:
         readers: a lease that ran out while waiting would let new readers in beside it."""
         owner = lock_owner(f"lock-{uuid.uuid4().hex[:12]}")
         stop, held, lost = threading.Event(), threading.Event(), threading.Event()
-        renewer = threading.Thread(target=self._renew, args=(owner, stop, held, lost), daemon=True)
+        renewer = threading.Thread(target=self._renew, args=(name, owner, stop, held, lost), daemon=True)
         renewer.start()
         try:
             self._take_exclusive(name, owner) if exclusive else self._take_shared(name, owner)
@@ -97,9 +102,13 @@ class LeaseLocks:
                 held = self.leases.holders(name, exact=True) or self.leases.holders(f"{name}#reader#")
                 who = ", ".join(describe_owner(o) for o in held.values()) or "another process"
                 raise LockTimeout(f"{name} is held by {who}; gave up after {self.wait_s:.0f} s")
+            if self.waited is not None:
+                self.waited(name)
             time.sleep(POLL_S)
 
-    def _renew(self, owner: str, stop: threading.Event, held: threading.Event, lost: threading.Event) -> None:
+    def _renew(
+        self, name: str, owner: str, stop: threading.Event, held: threading.Event, lost: threading.Event
+    ) -> None:
         """Every third of the TTL. A failed renewal (the store unreachable for a moment) is tried
         again at the next tick; one that fails past the TTL, or finds no lease left once the
         lock is held (another holder took it after it ran out), marks the hold lost."""
@@ -114,3 +123,5 @@ class LeaseLocks:
             renewed = time.monotonic()
             if kept == 0 and held.is_set():
                 lost.set()
+            elif self.renewed is not None:
+                self.renewed(name)

@@ -262,16 +262,17 @@ def test_the_store_keeps_a_pipeline_promotion_as_its_layers_land(tmp_path: Path)
 
 
 def test_chunks_of_layers_run_side_by_side_within_the_cap() -> None:
-    """raw's second chunk is slow: staging's first chunk runs beside it, never before raw's
-    first chunk, and never more than two chunks at once."""
+    """raw's second chunk is held until staging's first has started: staging's first chunk
+    runs beside it (else the hold never ends), never before raw's first chunk ended, and never
+    more than two chunks at once."""
     import threading
-    import time
 
     from shadow_backfill.pipeline.schedule import run_chunks
 
     deps = {"raw": [], "staging": ["raw"], "features": ["staging"]}
-    spans: dict[tuple[str, int], tuple[float, float]] = {}
+    log: list[tuple[str, tuple[str, int]]] = []
     lock = threading.Lock()
+    staging_started = threading.Event()
     in_flight = peak = 0
 
     def work(task: tuple[str, int]) -> str:
@@ -279,20 +280,23 @@ def test_chunks_of_layers_run_side_by_side_within_the_cap() -> None:
         with lock:
             in_flight += 1
             peak = max(peak, in_flight)
-        started = time.monotonic()
-        time.sleep(0.3 if task == ("raw", 1) else 0.02)
+            log.append(("start", task))
+        if task == ("staging", 0):
+            staging_started.set()
+        if task == ("raw", 1):
+            assert staging_started.wait(60), "staging's first chunk never ran beside raw's second"
         with lock:
             in_flight -= 1
-        spans[task] = (started, time.monotonic())
+            log.append(("end", task))
         return f"{task[0]}-{task[1]}"
 
     results = run_chunks(["raw", "staging", "features"], 2, deps, 2, work)
     assert results[("features", 1)] == "features-1" and len(results) == 6
     assert peak == 2
-    for (layer, i), (start, _) in spans.items():
+    for (layer, i), _ in results.items():
         for dep in deps[layer]:
-            assert start >= spans[(dep, i)][1], f"{layer} chunk {i} started before {dep} chunk {i} ended"
-    assert spans[("staging", 0)][0] < spans[("raw", 1)][1], "staging's first chunk ran beside raw's second"
+            assert log.index(("end", (dep, i))) < log.index(("start", (layer, i))), f"{layer} {i} before {dep} {i}"
+    assert log.index(("start", ("staging", 0))) < log.index(("end", ("raw", 1))), "staging 0 ran beside raw 1"
 
 
 def test_a_failed_chunk_ends_the_run_and_is_raised() -> None:
