@@ -39,3 +39,5 @@ def reached(point: str) -> None:
         return
     Path(marker).write_text(str(os.getpid()))
     threading.Event().wait()  # until the test kills the process
+# A local folder log's writer found its lock held and starts to wait for it.
+FOLDER_LOCK_WAITS = "folder_log.lock_waits"

@@ -47,6 +47,8 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import unquote
 
+from shadow_backfill import testpoints
+
 META = "_shadow_backfill"
 PIN_ATTEMPTS = 20  # a pin waits for at most this many other writers' switches to finish
 STAGING_GRACE_MS = 6 * 3600 * 1000  # an uncommitted generation younger than this may be in flight
@@ -206,9 +208,15 @@ class LocalFiles:
     @contextmanager
     def lock(self, path: str, exclusive: bool) -> Iterator[None]:
         """A `flock` on `path`: the kernel lets it go when its holder dies, so a killed writer
-        never blocks the next one."""
+        never blocks the next one. Tried without blocking first, so that a test can see a writer
+        start to wait (`testpoints.FOLDER_LOCK_WAITS`) instead of guessing it from time."""
+        mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
         with open(path, "a+") as handle:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            try:
+                fcntl.flock(handle.fileno(), mode | fcntl.LOCK_NB)
+            except BlockingIOError:
+                testpoints.reached(testpoints.FOLDER_LOCK_WAITS)
+                fcntl.flock(handle.fileno(), mode)
             try:
                 yield
             finally:

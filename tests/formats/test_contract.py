@@ -17,7 +17,6 @@ The tables are tiny (the seed: 10 days of 5 rows), so every clause is one small 
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,7 @@ from pyspark.sql import functions as F
 from support import END, START, Backend, MakeBackfill
 from support.backends import OnBucket, objects
 
-from shadow_backfill import Backfill
+from shadow_backfill import Backfill, testpoints
 from shadow_backfill.errors import ConfigError
 from shadow_backfill.formats.base import COMMIT_ID_PROPERTY, PARTITIONS_PROPERTY, LiveChangedError
 from shadow_backfill.state.locks import LeaseLocks
@@ -291,7 +290,9 @@ def _staged(backend: Backend, bf: Backfill, key: str) -> set[Path]:
     return {p.parent.parent for p in found if p.parent.name == f"ds={key}" and p.suffix == ".parquet"}
 
 
-def test_parquet_pin_holds_off_another_writers_commit(make: MakeBackfill, backend: Backend) -> None:
+def test_parquet_pin_holds_off_another_writers_commit(
+    make: MakeBackfill, backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Plain Parquet moves folders on every commit, and a Spark job lists and reads them lazily:
     while one format object pins the table, a commit by another (another process's FolderLog,
     here another thread's) must wait, and the pinned read keeps seeing its version's rows."""
@@ -300,7 +301,16 @@ def test_parquet_pin_holds_off_another_writers_commit(make: MakeBackfill, backen
     bf = make()
     fmt, live, keys = bf.table_format, bf.live_table, _all_keys(bf)
     other = type(fmt)(fmt.spark, fmt.scheme, fmt.base_dir)
-    other.use_locks(lambda: LeaseLocks(bf.store))  # another process of the same team's state store
+    # the other writer's hold found the table pinned: a lease on the bucket, a flock on a disk
+    blocked = threading.Event()
+    monkeypatch.setitem(testpoints.HOOKS, testpoints.FOLDER_LOCK_WAITS, blocked.set)
+
+    def other_locks() -> LeaseLocks:
+        locks = LeaseLocks(bf.store)
+        locks.waited = lambda _name: blocked.set()
+        return locks
+
+    other.use_locks(other_locks)  # another process of the same team's state store
     old = _staged(backend, bf, A)
     commits = backend.commits(bf, live)
     done = threading.Event()
@@ -318,12 +328,9 @@ def test_parquet_pin_holds_off_another_writers_commit(make: MakeBackfill, backen
     with fmt.pinned(live):
         pinned_rows = fmt.read(live)
         thread.start()
-        deadline = time.monotonic() + 60
-        while not (_staged(backend, bf, A) - old) and not done.is_set() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        assert blocked.wait(60), f"the other writer's commit never found the pin ({errors})"
         assert not done.is_set(), f"the other writer's commit waits for the pin ({errors})"
-        assert _staged(backend, bf, A) - old, "the other writer staged its data within 60 s"
-        assert not done.wait(2.0), "the other writer's commit waits for the pin"
+        assert _staged(backend, bf, A) - old, "the other writer staged its data before it waited to commit"
         assert backend.commits(bf, live) == commits, "no version journaled while pinned"
         _same(pinned_rows, _events(bf, keys))
     assert done.wait(60), "the commit went through once the pin was released"
