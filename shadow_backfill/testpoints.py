@@ -27,6 +27,8 @@ PROMOTE_AFTER_COMMIT = "promote.after_commit"
 RECOMPUTE_AFTER_COMMIT = "recompute.after_commit"
 # A pipeline's set after a layer's commit is named in its record, before the next layer's.
 PIPELINE_AFTER_LAYER = "pipeline.after_layer"
+# A local folder log's writer found its lock held and starts to wait for it.
+FOLDER_LOCK_WAITS = "folder_log.lock_waits"
 
 
 def reached(point: str) -> None:
@@ -39,5 +41,3 @@ def reached(point: str) -> None:
         return
     Path(marker).write_text(str(os.getpid()))
     threading.Event().wait()  # until the test kills the process
-# A local folder log's writer found its lock held and starts to wait for it.
-FOLDER_LOCK_WAITS = "folder_log.lock_waits"
