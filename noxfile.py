@@ -147,6 +147,7 @@ def _run_lanes(
     ready: Future[str] | None = None,
     posargs: Sequence[str] = (),
     env: dict[str, str] | None = None,
+    took: dict[str, float] | None = None,
 ) -> dict[str, float]:
     """Run the groups `lanes` at a time, each lane pulling the next group in `order` as it frees
     up, and fail the session if a group failed; returns each group's seconds. Why two lanes on 2
@@ -154,7 +155,7 @@ def _run_lanes(
     starts, its own polling and Spark's scheduling); two side by side fill the gaps. A group of
     the 4.1 line waits for `ready`, the 4.1 venv, and a lane takes another group meanwhile."""
     pending, lock = list(order), threading.Lock()
-    seconds: dict[str, float] = {}
+    seconds: dict[str, float] = {} if took is None else took  # filled as groups end, failed or not
     failed: list[str] = []
 
     def next_group() -> Group | None:
@@ -171,8 +172,8 @@ def _run_lanes(
 
     def lane() -> None:
         while (group := next_group()) is not None:
-            ok, took = _run_group(session, group, lanes > 1, list(posargs), env or {"SB_SOAK_SECONDS": SOAK_SECONDS})
-            seconds[group.name] = took
+            ok, spent = _run_group(session, group, lanes > 1, list(posargs), env or {"SB_SOAK_SECONDS": SOAK_SECONDS})
+            seconds[group.name] = spent
             if not ok:
                 failed.append(group.name)
 
@@ -298,9 +299,11 @@ def tests(session: nox.Session) -> None:
         first = ci_plan.schedule([g.name for g in chosen if not g.needs_spark4], seconds) if cold else []
         names = ci_plan.schedule([g.name for g in chosen], seconds, first)
         by_name = {g.name: g for g in chosen}
-        took = _run_lanes(session, [by_name[n] for n in names], 2, ready, posargs)
-    CACHE.mkdir(parents=True, exist_ok=True)
-    ci_plan.write_json(TIMES, {**seconds, **took})
+        took: dict[str, float] = {}
+        try:
+            _run_lanes(session, [by_name[n] for n in names], 2, ready, posargs, took=took)
+        finally:  # a failed run's seconds order the next run as well
+            ci_plan.write_json(TIMES, {**seconds, **took})
     if len(chosen) == len(everything) and not posargs:
         ci_plan.write_json(LAST_FULL, {"commit": _head()})
         session.log("recorded a full green run")
