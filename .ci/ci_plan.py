@@ -48,12 +48,13 @@ STORAGE_SIDE = (
 GATED = {"4.1-s3": (*STORAGE_SIDE, "tests/e2e/test_object_store.py"), "3.5-classic": STORAGE_SIDE}
 # Seconds per group when no run has been timed on this machine (a fresh-clone run, 2026-11-28).
 DEFAULT_SECONDS = {
-    "4.1-e2e-classic": 900.0,
-    "4.1-connect": 600.0,
-    "4.1-s3": 600.0,
-    "3.5-classic": 450.0,
-    "4.1-formats-classic": 300.0,
-    "4.1-sail": 250.0,
+    "4.1-e2e-classic": 2307.0,
+    "4.1-s3": 1932.0,
+    "4.1-connect": 1177.0,
+    "3.5-classic": 912.0,
+    "4.1-formats-classic": 472.0,
+    "4.1-sail": 338.0,
+    "4.1-cluster": 90.0,
 }
 
 
