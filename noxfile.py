@@ -302,8 +302,9 @@ def tests(session: nox.Session) -> None:
         took: dict[str, float] = {}
         try:
             _run_lanes(session, [by_name[n] for n in names], 2, ready, posargs, took=took)
-        finally:  # a failed run's seconds order the next run as well
-            ci_plan.write_json(TIMES, {**seconds, **took})
+        finally:  # a failed run's seconds order the next run as well; a narrowed run's do not
+            if not posargs:
+                ci_plan.write_json(TIMES, {**seconds, **took})
     if len(chosen) == len(everything) and not posargs:
         ci_plan.write_json(LAST_FULL, {"commit": _head()})
         session.log("recorded a full green run")
