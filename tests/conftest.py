@@ -13,15 +13,11 @@ backend can change its outcome, not every test on every backend. A test that tak
 Iceberg, Delta and Parquet on classic Spark (`classic` marker), Delta and Parquet over Spark
 Connect against Sail (`sail`), Iceberg and Delta over a real Spark Connect server (`connect`,
 Spark 4), and Iceberg, Delta and Parquet-by-name with their tables on a real S3-compatible
-server (`s3`, `store` tests only). `tests/formats` keeps every backend: its contract clauses call
-the `TableFormat` interface directly, a few seconds each, and pin down what each format reads
-and commits. `tests/e2e` keeps one backend per Spark engine (`ENGINE_BACKENDS`) unless a test is
-marked `every_backend`: an end-to-end path on a further backend of the same engine would add
-only a format's read or commit, which a contract clause already tests at a fraction of the
-cost. `every_backend` marks the e2e paths whose outcome the format decides beyond what a clause
-holds (promotion and rollback commits, the safety checks, schema changes, recompute writes,
-kills and concurrent writers, a pipeline's commit per layer). `per_engine` still narrows a test
-outside tests/e2e (a contract clause the format cannot change) to one backend per engine.
+server (`s3`, `store` tests only). Which of those a test keeps is one pure rule,
+`support.selection.keeps` (its docstring gives the reasons; tests/unit/test_selection.py holds
+it): the contract clauses of `tests/formats` on every backend, an e2e test once per engine unless
+marked `every_backend` (the format decides its outcome), without the pairs that only repeat
+another (`every_pair` keeps those too), and on the bucket once unless the format decides.
 
 One process holds one kind of Spark session, so each group runs in its own pytest call
 (`-m "not sail and not cluster and not connect and not s3"`, `-m sail`, `-m connect`, `-m s3`,
@@ -46,8 +42,8 @@ os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 TESTS = Path(__file__).parent
 sys.path.insert(0, str(TESTS))
 
-from support import class_archive  # noqa: E402
-from support.backends import BACKENDS, ENGINE_BACKENDS, Backend  # noqa: E402
+from support import class_archive, selection  # noqa: E402
+from support.backends import BACKENDS, Backend  # noqa: E402
 from support.metastore_server import DerbyServer, pyspark_derby  # noqa: E402
 from support.object_store import BUCKET, OBJECT_STORE, SeaweedS3  # noqa: E402
 from support.processes import metastore_conf, remove_killed_scratch  # noqa: E402
@@ -71,35 +67,25 @@ TIERS = ("unit", "formats", "e2e")
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Each test gets its tier's marker from its folder, before `-m` selects (tryfirst); a test
-    marked `per_engine`, run on the PostgreSQL state store, or in tests/e2e and not marked
-    `every_backend`, keeps one backend per Spark engine (see `ENGINE_BACKENDS` and the module
-    docstring: a format's part of an end-to-end path is a contract clause in tests/formats)."""
+    """Each test gets its tier's marker from its folder, before `-m` selects (tryfirst); then
+    `support.selection.keeps` decides which backends it runs on (the coverage promise)."""
     kept, dropped = [], []
     # `SB_BACKENDS=iceberg,delta-sail`: only these backends (and the tests with none); the inner
     # loop (`nox -s changed`) runs one backend per engine this way
-    only = {b for b in os.environ.get("SB_BACKENDS", "").split(",") if b}
+    only = frozenset(b for b in os.environ.get("SB_BACKENDS", "").split(",") if b)
     for item in items:
         tier = item.path.relative_to(TESTS).parts[0]
         if tier in TIERS:
             item.add_marker(getattr(pytest.mark, tier))
         params = getattr(getattr(item, "callspec", None), "params", {})
         be = params.get("backend")
-        # The state store's dialect cannot change what a format does: PostgreSQL runs beside one
-        # backend per engine, SQLite beside all.
-        per_engine = item.get_closest_marker("per_engine") or params.get("state_url") == "postgresql"
-        # The S3 backends run only what where the files lie can change (`store`): the rest of
-        # the suite assumes local folders or tests the tool's own logic.
-        on_store = isinstance(be, Backend) and be.name.endswith("-s3")
-        off_store = on_store and not item.get_closest_marker("store")
-        # An end-to-end path runs once per engine unless the format decides its outcome; the S3
-        # backends keep their `store` selection (where the files lie is no engine's choice).
-        per_engine = per_engine or (tier == "e2e" and not on_store and not item.get_closest_marker("every_backend"))
-        narrowed = bool(only) and isinstance(be, Backend) and be.name not in only
-        if narrowed or off_store or (per_engine and isinstance(be, Backend) and be.name not in ENGINE_BACKENDS):
-            dropped.append(item)
-        else:
-            kept.append(item)
+        candidate = selection.Candidate(
+            tier=tier,
+            backend=be.name if isinstance(be, Backend) else None,
+            markers=frozenset(m.name for m in item.iter_markers()),
+            postgres=params.get("state_url") == "postgresql",
+        )
+        (kept if selection.keeps(candidate, only) else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept

@@ -1,10 +1,8 @@
-"""The table backends, which tests run on which, and what a test may know about each.
+"""The table backends and what a test may know about each.
 
-Every backend runs the contract clauses of tests/formats (`TableFormat` called directly, a few
-seconds each). An end-to-end test runs on `ENGINE_BACKENDS`, one backend per Spark engine,
-unless marked `every_backend`, because a further backend of the same engine can change only the
-format's part of the path, and that part is a contract clause (tests/conftest.py says the rule).
-The S3 backends run only `store` tests."""
+Which tests run on which backend is one rule, `support.selection.keeps`: every backend runs the
+contract clauses of tests/formats, an end-to-end test runs once per engine unless the format
+decides its outcome, and the S3 backends run only `store` tests."""
 
 from __future__ import annotations
 
@@ -399,9 +397,3 @@ BACKENDS = [
     pytest.param(DELTA_S3, id=DELTA_S3.name, marks=pytest.mark.s3),
     pytest.param(PARQUET_METASTORE_S3, id=PARQUET_METASTORE_S3.name, marks=pytest.mark.s3),
 ]
-# One backend per Spark engine: where an end-to-end test runs unless it is marked
-# `every_backend` (a behaviour the format cannot change but the engine can: validation's jobs,
-# the CLI, the runner), and where a test marked `per_engine` runs in any tier. The engines'
-# backends are chosen so that each format runs end to end too (Iceberg classic and over
-# Connect, Delta on Sail); Parquet's own paths are `every_backend` where the format decides.
-ENGINE_BACKENDS = (ICEBERG.name, DELTA_SAIL.name, ICEBERG_CONNECT.name)
