@@ -4,7 +4,7 @@ Run by mkdocs-gen-files at every `mkdocs build` (see `plugins` in mkdocs.yml); n
 writes is kept in the repository. It imports the config models and the CLI, never starts Spark:
 
 - reference/config.md: every key of the YAML config, from the pydantic models in
-  `shadow_backfill/config.py` (`BackfillConfig` down), with its type, default and the
+  `shadow_backfill/config/` (`BackfillConfig` down), with its type, default and the
   attribute docstring under the field;
 - reference/cli.md: every command of `shadow_backfill.cli.app` with its arguments and options;
 - reference/report-schema.md: docs/report.schema.json, embedded;
@@ -119,7 +119,7 @@ def config_page() -> str:
     lines = [
         "# Config reference",
         "",
-        "Generated from the pydantic models in `shadow_backfill/config.py` at every docs build.",
+        "Generated from the pydantic models in `shadow_backfill/config/` at every docs build.",
         "A config is one YAML file; unknown keys are errors, and every error names the file and",
         "the key. Relative paths are relative to the config file's folder. A guided tour with a",
         "whole example: [Getting started](../getting-started.md); what the gate's keys mean:",

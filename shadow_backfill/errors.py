@@ -13,9 +13,27 @@ from pathlib import Path
 # that names the real problem (the URL itself is masked whatever the password's length).
 MIN_SECRET_CHARS = 4
 _SECRETS: set[str] = set()
-# Names of settings whose value is a secret (libpq's password and sslpassword, object stores'
-# secret keys, catalogs' tokens and credentials).
+# The one rule for "this setting's value is a secret", for Spark settings and a state URL's query
+# alike: the name's last dotted part names a password, a secret, a key, a token, an auth value
+# or a credential (libpq's `password` and `sslpassword`, `fs.s3a.secret.key`,
+# `spark.ssl.keyPassword`, a catalog's `token` or `credential`) ...
 SECRET_NAME = re.compile(r"pass|pwd|secret|token|key|auth|cred", re.IGNORECASE)
+# ... or the name holds its secret further in: ADLS's account key is
+# `fs.azure.account.key.<account>.dfs.core.windows.net`.
+_SECRET_INSIDE = re.compile(r"\.account\.key\.", re.IGNORECASE)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a setting called `name` holds a secret (the rule above)."""
+    return bool(SECRET_NAME.search(name.rsplit(".", 1)[-1]) or _SECRET_INSIDE.search(name))
+
+
+def secret_settings(conf: dict[str, str]) -> list[str]:
+    """Values of Spark settings that hold secrets, to be masked wherever an engine's message or
+    a traceback would quote them. Flags and numbers (`spark.authenticate: true`,
+    `...token.enabled`'s neighbours) are not secrets, and masking "true" would shred every
+    message."""
+    return [v for k, v in conf.items() if is_secret_name(k) and v.lower() not in ("true", "false") and not v.isdigit()]
 
 
 class ShadowBackfillError(Exception):

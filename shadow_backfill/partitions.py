@@ -13,15 +13,43 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import reduce
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from shadow_backfill.config import PartitionSpec
+from pydantic import field_validator
+
 from shadow_backfill.errors import ConfigError, UsageError
+from shadow_backfill.strict import COLUMN, Strict
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
 
 PartitionValue = dt.date | dt.datetime | str | int
+
+
+class PartitionSpec(Strict):
+    """How partitions are named, typed and enumerated."""
+
+    column: str
+    """The partition column the backfill works by (for a hidden Iceberg transform such as
+    `days(event_ts)`: the source column, `event_ts`)."""
+    granularity: Literal["daily", "hourly", "monthly"] = "daily"
+    """One partition per day, hour or month. By default: daily, or the granularity of a hidden
+    Iceberg transform (`days`/`hours`/`months` of a timestamp) read from the live table."""
+    type: Literal["date", "timestamp", "string", "int"] | None = None
+    """The type of the partition column. By default read from the live table (date, timestamp,
+    string or int); write it only to override."""
+    format: str | None = None
+    """strftime pattern for string and int partition columns, e.g. `%Y%m%d`."""
+    values: list[str] | None = None
+    """An explicit list of partitions, used when no range is given on the command line."""
+
+    @field_validator("column")
+    @classmethod
+    def _column_name(cls, v: str) -> str:
+        if not COLUMN.match(v):
+            raise ValueError(f"{v!r} is not a plain column name")
+        return v
+
 
 _KEY_FORMAT = {"daily": "%Y-%m-%d", "hourly": "%Y-%m-%dT%H", "monthly": "%Y-%m"}
 _SPARK_KEY_FORMAT = {"daily": "yyyy-MM-dd", "hourly": "yyyy-MM-dd'T'HH", "monthly": "yyyy-MM"}

@@ -209,10 +209,6 @@ def ensure_warehouse(config: BackfillConfig) -> Path:
     return path
 
 
-def is_connect(spark: Any) -> bool:
-    return type(spark).__module__.startswith("pyspark.sql.connect")
-
-
 def session_settings(config: BackfillConfig) -> SessionSettings:
     """What the table formats read of the config to set up a classic session."""
     jars_dir = config.resolve(config.spark.jars_dir) if config.spark.jars_dir is not None else None

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
+from pydantic import Field, PositiveInt, ValidationError, model_validator
 
 from shadow_backfill.config import BackfillConfig, first_error, load_config, read_yaml
 from shadow_backfill.errors import ConfigError
@@ -25,17 +25,14 @@ from shadow_backfill.formats.locations import table_spelling
 from shadow_backfill.pipeline.graph import layer_order
 from shadow_backfill.pipeline.sql_layers import refuse_unsafe_sql_layers
 from shadow_backfill.preflight import NAME_MAX
+from shadow_backfill.strict import Strict
 
 # A layer's key names the temporary view a SQL transform reads it by, so it is an identifier,
 # and the folder of its report, so it fits a file name (NAME_MAX).
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-
-class TableEntry(_Strict):
+class TableEntry(Strict):
     """One layer of the pipeline."""
 
     config: str
@@ -44,7 +41,7 @@ class TableEntry(_Strict):
     """The layers this one reads: their shadows of this run reach its transform as `inputs`."""
 
 
-class RowsRatio(_Strict):
+class RowsRatio(Strict):
     """Downstream rows over upstream rows per partition, on the run's shadows (None: unbounded)."""
 
     min: float | None = Field(default=None, ge=0)
@@ -57,7 +54,7 @@ class RowsRatio(_Strict):
         return self
 
 
-class Consistency(_Strict):
+class Consistency(Strict):
     """A check between two layers, per partition: fails the partition in the pipeline."""
 
     upstream: str
@@ -65,7 +62,7 @@ class Consistency(_Strict):
     rows_ratio: RowsRatio
 
 
-class PipelineRunSpec(_Strict):
+class PipelineRunSpec(Strict):
     """How the layers' recomputes are chained."""
 
     gate: Literal["upstream_passed", "written"] = "upstream_passed"
@@ -76,7 +73,7 @@ class PipelineRunSpec(_Strict):
     `run.max_parallel`); the range is split into this many chunks."""
 
 
-class PipelineSpec(_Strict):
+class PipelineSpec(Strict):
     """A pipeline file."""
 
     tables: dict[str, TableEntry]

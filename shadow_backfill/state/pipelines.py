@@ -39,10 +39,6 @@ class PipelineRecord:
     at: dt.datetime | None = None
     undone_by: str | None = None
 
-    @property
-    def is_rollback(self) -> bool:
-        return self.kind == ROLLBACK
-
     def as_dict(self) -> dict[str, Any]:
         out = plain(self)
         out["members"] = [{"table": layer, "promotion": pid} for layer, pid in self.members]

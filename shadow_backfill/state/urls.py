@@ -16,7 +16,7 @@ from urllib.parse import unquote, unquote_plus
 
 from sqlalchemy.engine import URL, make_url
 
-from shadow_backfill.errors import SECRET_NAME, ConfigError, keep_secret
+from shadow_backfill.errors import ConfigError, is_secret_name, keep_secret
 
 # The upserts exist in these dialects only (SQLite's and PostgreSQL's ON CONFLICT).
 SUPPORTED_DIALECTS = ("sqlite", "postgresql")
@@ -94,7 +94,7 @@ def _masked_query(rest: str) -> str:
     pairs = []
     for pair in query.split("&"):
         key, eq, value = pair.partition("=")
-        if eq and SECRET_NAME.search(unquote_plus(key)):
+        if eq and is_secret_name(unquote_plus(key)):
             keep_secret(value, unquote_plus(value))
             pair = f"{key}=***"
         pairs.append(pair)

@@ -20,7 +20,7 @@ from shadow_backfill.config import (
     nested_deeper_than,
     secret_settings,
 )
-from shadow_backfill.errors import ConfigError, SessionError, UsageError
+from shadow_backfill.errors import ConfigError, SessionError, UsageError, is_secret_name
 from shadow_backfill.formats.runtimes import spark_line
 from shadow_backfill.partitions import MAX_PARTITIONS, PartitionScheme, sql_literal
 from shadow_backfill.session import check_master, join_user_conf, object_store_conf, uses_s3a
@@ -485,6 +485,27 @@ def test_a_cluster_gets_no_connector_of_pip_pysparks_hadoop(tmp_path: Path) -> N
 def test_an_adls_account_key_is_a_secret() -> None:
     conf = {"spark.hadoop.fs.azure.account.key.acct.dfs.core.windows.net": "c2VjcmV0", "spark.ui.enabled": "false"}
     assert secret_settings(conf) == ["c2VjcmV0"]
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("spark.hadoop.fs.s3a.secret.key", True),
+        ("spark.sql.catalog.lake.s3.access-key-id", True),  # missed by the config's old rule
+        ("spark.ssl.keyPassword", True),
+        ("spark.sql.catalog.lake.token", True),
+        ("sslpassword", True),  # a state URL's query parameter
+        ("spark.hadoop.fs.azure.account.key.acct.dfs.core.windows.net", True),
+        ("spark.sql.shuffle.partitions", False),
+        ("spark.sql.catalog.lake.token.enabled", False),  # a flag about a token, not one
+    ],
+)
+def test_one_rule_says_which_settings_hold_secrets(name: str, secret: bool) -> None:
+    """The Spark settings and the state URL's query share `errors.is_secret_name` (they once
+    disagreed: `access-key-id` was masked in a URL and printed from spark.conf)."""
+    assert is_secret_name(name) is secret
+    assert secret_settings({name: "c2VjcmV0"}) == (["c2VjcmV0"] if secret else [])
+    assert secret_settings({name: "true"}) == []
 
 
 @pytest.mark.parametrize(
