@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shadow_backfill.config import BackfillConfig, ValidationSpec
+from shadow_backfill.config.validation import EXACT, Tolerance
 from shadow_backfill.errors import ConfigError
 from shadow_backfill.sql_guard import downstream_refusal
 from shadow_backfill.validate.judge import grade
@@ -85,8 +86,7 @@ def judge_query(spec: ValidationSpec, query: LoadedQuery, shadow: QueryRun, live
         return _check(name, CheckStatus.FAIL, message)
     if shadow.columns != live.columns:
         return _check(name, CheckStatus.PASS, "runs on the shadow; its columns changed as declared, so not compared")
-    tolerance = (spec.tolerance.abs, spec.tolerance.rel)
-    diffs = differences(shadow.columns, shadow.rows, live.rows, *tolerance, keys=query.keys)
+    diffs = differences(shadow.columns, shadow.rows, live.rows, spec.tolerance, keys=query.keys)
     return _judge_differences(spec, name, diffs)
 
 
@@ -149,8 +149,7 @@ def differences(
     columns: tuple[tuple[str, str], ...],
     shadow: tuple[tuple[Any, ...], ...],
     live: tuple[tuple[Any, ...], ...],
-    abs_tol: float,
-    rel_tol: float,
+    tolerance: Tolerance = EXACT,
     keys: list[str] | None = None,
 ) -> list[Difference]:
     """Rows are matched on `keys` (default: the non-numeric columns; the n-th row with the same
@@ -170,7 +169,7 @@ def differences(
             out.append(Difference(None, k[:-1], s, lv))
             continue
         for i in numeric:
-            if not _close(s[i], lv[i], abs_tol, rel_tol):
+            if not _close(s[i], lv[i], tolerance):
                 out.append(Difference(columns[i][0], k[:-1], s[i], lv[i]))
     return out
 
@@ -202,13 +201,13 @@ def _index(rows: tuple[tuple[Any, ...], ...], keys: list[int]) -> dict[tuple[Any
     return out
 
 
-def _close(s: Any, lv: Any, abs_tol: float, rel_tol: float) -> bool:
+def _close(s: Any, lv: Any, tolerance: Tolerance) -> bool:
     if s is None or lv is None:
         return s is None and lv is None
     a, b = float(s), float(lv)
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
-    return abs(a - b) <= abs_tol + rel_tol * abs(b)
+    return bool(tolerance.close(a, b))
 
 
 def _cols(run: QueryRun) -> str:

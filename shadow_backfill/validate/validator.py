@@ -216,7 +216,7 @@ class Validator:
             max_categories=self.config.validation.max_categories,
             extra_aggs=extra,
             unique_columns=[e.kwargs["column"] for e in unique],
-            tolerance=(self.config.validation.tolerance.abs, self.config.validation.tolerance.rel),
+            tolerance=self.config.validation.tolerance,
             sample_rows=self.config.validation.sample_rows,
             expected=list(self.config.validation.contract),
             decile_every=decile_every,

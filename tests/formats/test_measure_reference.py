@@ -27,6 +27,7 @@ import pytest
 from pyspark.sql import functions as F
 from support import Backend, MakeBackfill
 
+from shadow_backfill.config.validation import Tolerance
 from shadow_backfill.validate.measure import sample_cut
 from shadow_backfill.validate.measure.fast import FastMeasurer
 from shadow_backfill.validate.measure.reference import ReferenceMeasurer
@@ -36,7 +37,7 @@ SCHEMA = "id long, ds date, amount double, qty int, label string, flag boolean, 
 ADDED = "added_score"
 DAYS = [dt.date(2024, 3, d) for d in range(1, 8)]
 MAIN, REPEATED, EMPTY, ONE_ROW, NO_LIVE, NO_SHADOW, NULLS = DAYS
-TOLERANCE = (1e-9, 0.0)
+TOLERANCE = Tolerance(abs=1e-9, rel=0.0)
 MAX_CATEGORIES = 8
 RELATIVE = 1e-9
 

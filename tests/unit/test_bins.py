@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import pytest
 from datasketches import kll_doubles_sketch
 
+from shadow_backfill.config.validation import EXACT, Tolerance
 from shadow_backfill.validate.measure.bins import QUANTILES, RANK_ERROR, K, LiveSketch, sketches_fit, thresholds
 
 pytestmark = pytest.mark.unit
@@ -58,8 +59,12 @@ def _same(a: Sequence[float], b: Sequence[float]) -> bool:
     ],
     ids=["ties", "three values", "NaNs", "only NaN", "infinities", "K values"],
 )
-@pytest.mark.parametrize("tolerance", [(0.0, 0.0), (0.5, 0.0), (0.0, 1.5)], ids=["exact", "abs", "rel above 1"])
-def test_exact_while_the_sketch_holds_every_value(values: list[float], tolerance: tuple[float, float]) -> None:
+@pytest.mark.parametrize(
+    "tolerance",
+    [Tolerance(abs=0.0, rel=0.0), Tolerance(abs=0.5, rel=0.0), Tolerance(abs=0.0, rel=1.5)],
+    ids=["exact", "abs", "rel above 1"],
+)
+def test_exact_while_the_sketch_holds_every_value(values: list[float], tolerance: Tolerance) -> None:
     live = _sketch(values)
     deciles = live.deciles()
     assert _same(deciles, _exact_deciles(values)), deciles
@@ -68,10 +73,10 @@ def test_exact_while_the_sketch_holds_every_value(values: list[float], tolerance
 
 
 def test_thresholds_stay_ascending_and_nan_stays_last() -> None:
-    cuts = thresholds([-4.0, -1.0, 2.0, math.nan], (0.0, 1.5))  # -4 * (1 - 1.5) = 2 > -1 * ...
+    cuts = thresholds([-4.0, -1.0, 2.0, math.nan], Tolerance(abs=0.0, rel=1.5))  # -4 * (1 - 1.5) = 2 > -1 * ...
     assert cuts[:3] == [2.0, 2.0, 5.0] and math.isnan(cuts[3])
     # no tolerance moves an infinite decile (-inf + 0 * inf would be NaN, out of order)
-    assert thresholds([-math.inf, 0.0, math.inf], (0.5, 0.0)) == [-math.inf, 0.5, math.inf]
+    assert thresholds([-math.inf, 0.0, math.inf], Tolerance(abs=0.5, rel=0.0)) == [-math.inf, 0.5, math.inf]
 
 
 def test_the_sketches_of_a_validation_fit_the_driver() -> None:
@@ -90,8 +95,20 @@ def test_estimates_within_the_stated_rank_error_above_k() -> None:
     for q, d in zip(QUANTILES, live.deciles(), strict=True):
         low, high = bisect.bisect_left(ordered, d) / n, bisect.bisect_right(ordered, d) / n
         assert low - RANK_ERROR <= q <= high + RANK_ERROR, (q, d, low, high)
-    cuts = thresholds(live.deciles(), (0.0, 0.0))
+    cuts = thresholds(live.deciles(), EXACT)
     estimated, exact = live.counts(cuts), _exact_counts(values, cuts)
     for j in range(len(cuts)):
         below, truly = sum(estimated[: j + 1]) / n, sum(exact[: j + 1]) / n
         assert abs(below - truly) <= RANK_ERROR, (j, below, truly)
+
+
+def test_one_tolerance_rule_for_numbers_and_edges() -> None:
+    """`Tolerance.close` is the rule every measurer and the downstream judge use, `upper` the
+    bin edge it implies: the largest value close to an edge is close to it, a larger one is not."""
+    tol = Tolerance(abs=0.5, rel=0.1)
+    assert tol.close(10.0 + 1.5, 10.0) and not tol.close(10.0 + 1.5001, 10.0)
+    assert tol.close(tol.upper(-20.0), -20.0) and not tol.close(tol.upper(-20.0) + 1e-9, -20.0)
+    assert tol.upper(math.inf) == math.inf and tol.upper(-math.inf) == -math.inf
+    assert EXACT.close(1.0, 1.0) and not EXACT.close(1.0 + 1e-15, 1.0)
+    with pytest.raises(ValueError, match="frozen"):
+        tol.abs = 1.0  # type: ignore[misc]

@@ -18,6 +18,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from shadow_backfill.config import Tolerance
 
 QUANTILES = [i / 10 for i in range(1, 10)]  # the deciles: 10 bins
 K = 1024  # the sketch's size parameter: exact up to this many values per partition
@@ -34,17 +38,16 @@ def sketches_fit(partitions: int, columns: int) -> bool:
     return partitions * columns * SKETCH_BYTES <= SKETCH_BUDGET
 
 
-def thresholds(deciles: Sequence[float], tolerance: tuple[float, float]) -> list[float]:
-    """Each decile plus the tolerance (abs, rel): a value within tolerance of an edge counts
+def thresholds(deciles: Sequence[float], tolerance: Tolerance) -> list[float]:
+    """Each decile plus the tolerance (`Tolerance.upper`): a value within tolerance of an edge counts
     as on it, so float noise cannot move it across. Kept ascending, as the bins are searched
     (a relative tolerance above 1 would not keep negative deciles in order); a NaN decile
     (live NaNs) stays NaN, the largest, and an infinite one stays itself (no tolerance moves
     it, and -inf + rel * inf would be NaN)."""
-    tol_abs, tol_rel = tolerance
     out: list[float] = []
     last = -math.inf
     for q in deciles:
-        t = q if math.isinf(q) else q + tol_abs + tol_rel * abs(q)
+        t = tolerance.upper(q)
         last = last if t < last else t
         out.append(last)
     return out

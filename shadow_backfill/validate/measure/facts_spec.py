@@ -16,6 +16,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType
 
+from shadow_backfill.config.validation import EXACT, Tolerance
 from shadow_backfill.validate.measure.bins import QUANTILES, thresholds
 from shadow_backfill.validate.measure.plan import PARTITION_COLUMN, is_side
 
@@ -43,7 +44,7 @@ class FactsSpec:
     categories: Sequence[str] = ()
     unique_columns: Sequence[str] = ()
     max_categories: int = 0
-    tolerance: tuple[float, float] = (0.0, 0.0)  # (abs, rel): |s - l| <= abs + rel * |l| is equal
+    tolerance: Tolerance = EXACT  # when two numbers are equal
     sample_rows: int = 0  # changed (key, column) values per partition brought back as samples
     sample_first: Sequence[str] = ()  # columns whose samples come first (unexpected changes)
     integral: Sequence[str] = ()  # numeric columns shown as integers in samples
@@ -58,8 +59,7 @@ class FactsSpec:
 
     def within(self, shadow: Column, live: Column) -> Column:
         """shadow equals live within tolerance (Spark's NaN = NaN and inf = inf hold)."""
-        tol_abs, tol_rel = self.tolerance
-        close = F.abs(shadow - live) <= F.lit(tol_abs) + F.lit(tol_rel) * F.abs(live)
+        close = self.tolerance.close(shadow, live, F.abs)
         return shadow.eqNullSafe(live) | (shadow.isNotNull() & live.isNotNull() & close)
 
 

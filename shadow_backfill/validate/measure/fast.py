@@ -29,6 +29,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegralType
 
+from shadow_backfill.config.validation import EXACT, Tolerance
 from shadow_backfill.validate.measure.facts_job import FactsSpec, run_facts
 from shadow_backfill.validate.measure.plan import plan_columns, tag
 from shadow_backfill.validate.measure.profile_job import run_profile
@@ -51,7 +52,7 @@ class FastMeasurer:
         max_categories: int,
         extra_aggs: Mapping[str, Column] | None = None,
         unique_columns: Sequence[str] = (),
-        tolerance: tuple[float, float] = (0.0, 0.0),
+        tolerance: Tolerance = EXACT,
         sample_rows: int = 0,
         expected: Sequence[str] = (),
         decile_every: int = 1,

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, Row
 from pyspark.sql import functions as F
 
+from shadow_backfill.config.validation import Tolerance
 from shadow_backfill.validate.measure.bins import K, LiveSketch, thresholds
 
 
@@ -59,7 +60,7 @@ def aggregations(numeric: Sequence[str]) -> list[Column]:
     return out
 
 
-def read(row: Row, numeric: Sequence[str], tolerance: tuple[float, float]) -> dict[str, LiveBins]:
+def read(row: Row, numeric: Sequence[str], tolerance: Tolerance) -> dict[str, LiveBins]:
     """A live row's deciles and bin counts per numeric column that has a value in live, on
     the thresholds the facts job bins the rows on (`bins.thresholds`)."""
     out = {}

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
+from shadow_backfill.config.validation import EXACT, Tolerance
 from shadow_backfill.validate.measure import fingerprints, live_sketch
 from shadow_backfill.validate.measure.bins import QUANTILES, sketches_fit
 from shadow_backfill.validate.measure.capabilities import engine_capabilities
@@ -34,7 +35,7 @@ class Sketching:
     deciles plus `tolerance`."""
 
     aggregations: list[Column]
-    tolerance: tuple[float, float]
+    tolerance: Tolerance
 
 
 @dataclass
@@ -175,7 +176,7 @@ def run_profile(
     profiles: Mapping[str, PartitionProfile],
     every: int = 1,
     keys: Sequence[str] = (),
-    tolerance: tuple[float, float] = (0.0, 0.0),
+    tolerance: Tolerance = EXACT,
 ) -> Profiled:
     """Fill counts, null rates, moments and expectation aggregates into `profiles`; return the
     live deciles per partition and numeric column for the facts job, from a sketch of every

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from shadow_backfill.config.validation import EXACT, Tolerance
 from shadow_backfill.validate.measure.bins import QUANTILES
 from shadow_backfill.validate.measure.plan import plan_columns
 from shadow_backfill.validate.measurements import (
@@ -55,7 +56,7 @@ class ReferenceMeasurer:
     partition: str
     keys: Sequence[str]
     max_categories: int
-    tolerance: tuple[float, float] = (0.0, 0.0)
+    tolerance: Tolerance = EXACT
     unique_columns: Sequence[str] = ()
 
     def measure(
@@ -114,8 +115,7 @@ class ReferenceMeasurer:
         """Null-safe equality (of hashes for non-numbers), numbers within |s - l| <= abs + rel * |l|."""
         if not numeric:
             return s.eqNullSafe(lv)
-        tol_abs, tol_rel = self.tolerance
-        close = F.abs(s - lv) <= F.lit(tol_abs) + F.lit(tol_rel) * F.abs(lv)
+        close = self.tolerance.close(s, lv, F.abs)
         return s.eqNullSafe(lv) | (s.isNotNull() & lv.isNotNull() & close)
 
     def _key_diff(
@@ -199,10 +199,9 @@ class ReferenceMeasurer:
     def _thresholds(self, deciles: Sequence[float]) -> list[float]:
         """Each decile plus the tolerance, kept ascending (a value within tolerance of an edge
         is on it)."""
-        tol_abs, tol_rel = self.tolerance
         out: list[float] = []
         for q in deciles:
-            t = q if math.isinf(q) else q + tol_abs + tol_rel * abs(q)  # -inf + rel * inf is NaN
+            t = self.tolerance.upper(q)
             out.append(out[-1] if out and t < out[-1] else t)
         return out
 
