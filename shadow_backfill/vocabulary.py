@@ -47,6 +47,13 @@ _RANK = {CheckStatus.SKIPPED: -1, CheckStatus.PASS: 0, CheckStatus.WARN: 1, Chec
 # Verdict statuses, worst last, as reports count and show them.
 VERDICTS = (CheckStatus.PASS, CheckStatus.WARN, CheckStatus.FAIL)
 
+# The one palette of verdicts (and a pipeline partition's `blocked`), so a partition has the
+# same colour in the HTML report, the pipeline's report and the terminal: hex for the reports,
+# Rich styles for the terminal; a partition with no verdict is grey in both.
+VERDICT_COLOURS = {"pass": "#2e9e5b", "warn": "#e0a400", "fail": "#d64545", "blocked": "#6a1b9a"}
+NO_VERDICT_COLOUR = "#e4e4e4"
+VERDICT_STYLES = {"pass": "green", "warn": "yellow", "fail": "bold red", "blocked": "magenta"}
+
 
 def worst(statuses: Iterable[str]) -> CheckStatus:
     """The verdict of a set of check statuses; skipped checks do not count, none at all passes."""

@@ -38,7 +38,7 @@ from shadow_backfill.errors import UsageError
 from shadow_backfill.pipeline.preflight import check_layers
 from shadow_backfill.pipeline.spec import load_pipeline
 from shadow_backfill.timebox import stop_on_sigterm
-from shadow_backfill.vocabulary import CheckStatus
+from shadow_backfill.vocabulary import VERDICT_STYLES, CheckStatus
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -52,7 +52,6 @@ app = typer.Typer(
     cls=OneLineErrors, no_args_is_help=True, help="Backfill several tables as one: layers in dependency order."
 )
 PipelineArg = typer.Argument(..., help="The pipeline file (YAML).", show_default=False)
-STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "blocked": "magenta"}
 # Taken only to refuse it in words: a user who knows `promote --canary` tries it on a pipeline,
 # and "no such option" would not say why there is none.
 NoCanaryOption = typer.Option(None, "--canary", hidden=True, show_default=False)
@@ -149,9 +148,12 @@ def verdict_table(order: list[str], result: PipelineValidation) -> Table:
     for head in ["partition", *order, "pipeline", "held back by"]:
         table.add_column(head)
     for v in result.verdicts:
-        cells = [Text(str(v.layers.get(k) or "-"), style=STYLE.get(str(v.layers.get(k)), "")) for k in order]
+        cells = [Text(str(v.layers.get(k) or "-"), style=VERDICT_STYLES.get(str(v.layers.get(k)), "")) for k in order]
         table.add_row(
-            Text(v.partition), *cells, Text(str(v.verdict), style=STYLE[str(v.verdict)]), Text(", ".join(v.failed_in))
+            Text(v.partition),
+            *cells,
+            Text(str(v.verdict), style=VERDICT_STYLES[str(v.verdict)]),
+            Text(", ".join(v.failed_in)),
         )
     return table
 

@@ -8,10 +8,9 @@ from rich.table import Table
 from rich.text import Text
 
 from shadow_backfill.cli.output import console, fail, hold, out, stopped
-from shadow_backfill.vocabulary import CheckStatus
+from shadow_backfill.vocabulary import VERDICT_STYLES, CheckStatus
 
 STATUS_STYLE = {"written": "green", "running": "yellow", "pending": "dim", "failed": "red"}
-VERDICT_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red"}
 
 
 def run_summary(result: Any, label: str) -> str:
@@ -101,7 +100,7 @@ def print_verdicts(result: Any) -> None:
         reasons = "; ".join(c.message for c in v.reasons[:3]) + (" …" if len(v.reasons) > 3 else "")
         table.add_row(
             v.partition,
-            Text(v.verdict, style=VERDICT_STYLE[v.verdict]),
+            Text(v.verdict, style=VERDICT_STYLES[v.verdict]),
             f"{live} → {shadow}",
             reasons,
         )

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from shadow_backfill.pipeline.gate import BLOCKED, PipelineVerdict
+from shadow_backfill.pipeline.gate import PipelineVerdict
 from shadow_backfill.report.markdown import ICON, md
+from shadow_backfill.vocabulary import NO_VERDICT_COLOUR, VERDICT_COLOURS
 
-COLOURS = {"pass": "#2e7d32", "warn": "#f9a825", "fail": "#c62828", BLOCKED: "#6a1b9a", None: "#9e9e9e"}
 PIPELINE_SCHEMA_VERSION = 1
 
 
@@ -58,7 +58,7 @@ def _word(status: str | None) -> str:
 
 def _strip(title: str, cells: Sequence[tuple[str, str | None]]) -> str:
     boxes = "".join(
-        f'<span class="day" style="background:{COLOURS.get(status, COLOURS[None])}" '
+        f'<span class="day" style="background:{VERDICT_COLOURS.get(str(status), NO_VERDICT_COLOUR)}" '
         f'title="{html.escape(key)}: {html.escape(_word(status))}"></span>'
         for key, status in cells
     )

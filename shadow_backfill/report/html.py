@@ -24,10 +24,10 @@ from typing import Any
 from shadow_backfill.document import KeyDiffDoc
 from shadow_backfill.report.model import ReportData
 from shadow_backfill.state import VerdictRecord
+from shadow_backfill.vocabulary import NO_VERDICT_COLOUR as NO_VERDICT
+from shadow_backfill.vocabulary import VERDICT_COLOURS as COLOURS
 from shadow_backfill.vocabulary import VERDICTS, CheckStatus
 
-COLOURS = {"pass": "#2e9e5b", "warn": "#e0a400", "fail": "#d64545"}
-NO_VERDICT = "#e4e4e4"
 # Checks that measure how much a column changed: a column with one is meant to change, so its
 # means are plotted next to those of the columns that failed or warned.
 CHANGE_CHECKS = ("mean_change", "mean_change_pct", "sum_change_pct", "changed_share", "max_abs_diff", "mean_abs_diff")
@@ -369,7 +369,7 @@ def _calendar(days: dict[dt.date, str], cell: int = 13) -> str:
         else:
             parts.append(
                 f'<a href="#p-{iso}" class="day" data-partition="{iso}">{rect}'
-                f'fill="{COLOURS.get(verdict, "#999")}"><title>{iso}: {e(verdict)}</title></rect></a>'
+                f'fill="{COLOURS.get(verdict, NO_VERDICT)}"><title>{iso}: {e(verdict)}</title></rect></a>'
             )
         day += dt.timedelta(days=1)
     parts += [f'<text x="{left + c * cell}" y="11" font-size="10">{m}</text>' for c, m in labels]
@@ -458,7 +458,7 @@ def _verdict_overview(verdicts: Sequence[VerdictRecord]) -> str:
         return _calendar(days)
     grid = "".join(
         f'<span class="cell" title="{e(v.partition)}: {e(v.verdict)}" data-partition="{e(v.partition)}" '
-        f'style="background:{COLOURS.get(v.verdict, "#999")}"></span>'
+        f'style="background:{COLOURS.get(v.verdict, NO_VERDICT)}"></span>'
         for v in verdicts
     )
     return f'<div class="grid">{grid}</div>'
