@@ -39,13 +39,11 @@ from shadow_backfill.cli.render import (
     status_table,
 )
 from shadow_backfill.cli.selection import (
+    Asked,
     DryRunOption,
     JsonOption,
-    LagOption,
-    LastOption,
     check_first,
-    check_selection,
-    select,
+    selection_options,
     show_dry_run,
 )
 from shadow_backfill.config import load_config
@@ -105,13 +103,10 @@ def open_backfill(config: Path, check: Callable[[BackfillConfig], None] | None =
 
 @app.command()
 @handle_errors
+@selection_options("First partition, e.g. 2024-01-01.")
 def run(
+    asked: Asked,
     config: Path = ConfigArg,
-    start: str | None = typer.Option(None, help="First partition, e.g. 2024-01-01."),
-    end: str | None = typer.Option(None, help="Last partition (included)."),
-    partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
-    last: int | None = LastOption,
-    lag: str | None = LagOption,
     max_parallel: int | None = typer.Option(None, min=1, help="Chunks written at once (default: config)."),
     chunk_size: int | None = typer.Option(None, min=1, help="Partitions per Spark job (default: auto)."),
     force: bool = typer.Option(False, help="Rewrite partitions that are already written."),
@@ -124,12 +119,12 @@ def run(
     max_duration: str | None = MaxDurationOption,
 ) -> None:
     """Recompute partitions into the shadow table (resumable: written partitions are skipped)."""
-    check_selection(start, end, partitions, last, lag, as_json=as_json, dry_run=dry_run)
+    asked.check(as_json=as_json, dry_run=dry_run)
     check_limits(until, max_duration)
-    bf = open_backfill(config, lambda cfg: check_first(cfg, start, end, partitions, last))
+    bf = open_backfill(config, lambda cfg: check_first(cfg, asked))
     bf = bf.for_dry_run() if dry_run else bf
     box = bf.timebox(until, max_duration)
-    chosen = select(bf, start, end, partitions, last, lag)
+    chosen = asked.resolve(bf)
     if dry_run:
         show_dry_run(
             bf,
@@ -182,18 +177,12 @@ def status(
 
 @app.command()
 @handle_errors
-def validate(
-    config: Path = ConfigArg,
-    start: str | None = typer.Option(None, help="First partition (default: every recomputed partition)."),
-    end: str | None = typer.Option(None, help="Last partition (included)."),
-    partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
-    last: int | None = LastOption,
-    lag: str | None = LagOption,
-) -> None:
+@selection_options("First partition (default: every recomputed partition).")
+def validate(asked: Asked, config: Path = ConfigArg) -> None:
     """Validate shadow partitions (suites + drift against live); exit 1 if any fails, 3 if some only warn."""
-    check_selection(start, end, partitions, last, lag)
-    bf = open_backfill(config, lambda cfg: check_first(cfg, start, end, partitions, last, required=False, live=False))
-    chosen = select(bf, start, end, partitions, last, lag)
+    asked.check()
+    bf = open_backfill(config, lambda cfg: check_first(cfg, asked, required=False, live=False))
+    chosen = asked.resolve(bf)
     result = bf.validate(chosen.start, chosen.end, chosen.partitions)
     print_verdicts(result)
     exit_for_verdicts(result)
@@ -325,13 +314,10 @@ def history(
 
 @app.command()
 @handle_errors
+@selection_options()
 def backfill(
+    asked: Asked,
     config: Path = ConfigArg,
-    start: str | None = typer.Option(None, help="First partition."),
-    end: str | None = typer.Option(None, help="Last partition (included)."),
-    partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
-    last: int | None = LastOption,
-    lag: str | None = LagOption,
     max_parallel: int | None = typer.Option(None, min=1, help="Chunks written at once."),
     force: bool = typer.Option(False, help="Recompute partitions that are already written."),
     promote_passing: bool = typer.Option(True, "--promote/--no-promote", help="--no-promote stops after the report."),
@@ -345,17 +331,17 @@ def backfill(
     promote_partial: bool = PromotePartialOption,
 ) -> None:
     """The main job: recompute -> validate -> promote what passed -> report."""
-    check_selection(start, end, partitions, last, lag, as_json=as_json, dry_run=dry_run)
+    asked.check(as_json=as_json, dry_run=dry_run)
     check_limits(until, max_duration)
 
     def check(cfg: BackfillConfig) -> None:
         report_to = None if dry_run else report_dir or cfg.base_dir / "report"
-        check_first(cfg, start, end, partitions, last, report_dir=report_to)
+        check_first(cfg, asked, report_dir=report_to)
 
     bf = open_backfill(config, check)
     bf = bf.for_dry_run() if dry_run else bf
     box = bf.timebox(until, max_duration)
-    chosen = select(bf, start, end, partitions, last, lag)
+    chosen = asked.resolve(bf)
     if dry_run:
         show_dry_run(bf, chosen, as_json=as_json, max_parallel=max_parallel, force=force)
         return

@@ -25,15 +25,7 @@ from shadow_backfill.cli.output import (
     stopped,
 )
 from shadow_backfill.cli.render import print_run_plan, run_summary
-from shadow_backfill.cli.selection import (
-    DryRunOption,
-    JsonOption,
-    LagOption,
-    LastOption,
-    Selection,
-    check_selection,
-    select,
-)
+from shadow_backfill.cli.selection import Asked, DryRunOption, JsonOption, Selection, selection_options
 from shadow_backfill.errors import UsageError
 from shadow_backfill.pipeline.preflight import check_layers
 from shadow_backfill.pipeline.spec import load_pipeline
@@ -76,24 +68,16 @@ def open_pipeline(path: Path, check: Callable[[PipelineFile], None] | None = Non
     return Pipeline(checked)
 
 
-def first_checks(
-    start: str | None,
-    end: str | None,
-    partitions: str | None,
-    last: int | None,
-    *,
-    required: bool,
-    report_dir: Path | None = None,
-) -> Callable[[PipelineFile], None]:
+def first_checks(asked: Asked, *, required: bool, report_dir: Path | None = None) -> Callable[[PipelineFile], None]:
     """The command's checks of every layer that need no engine (a `--last` window's partitions
     are read from live, with it): exit 2 before anything starts or is written."""
 
     def check(file: PipelineFile) -> None:
-        if last is not None:
+        if asked.last is not None:
             check_layers(file, None, None, None, required=False, live=required, report_dir=report_dir)
             return
-        keys = split_partitions(partitions)
-        check_layers(file, start, end, keys, required=required, live=required, report_dir=report_dir)
+        keys = split_partitions(asked.partitions)
+        check_layers(file, asked.start, asked.end, keys, required=required, live=required, report_dir=report_dir)
 
     return check
 
@@ -201,27 +185,24 @@ def _members(rec: PipelineRecord) -> str:
 
 @app.command()
 @handle_errors
+@selection_options()
 def run(
+    asked: Asked,
     pipeline: Path = PipelineArg,
-    start: str | None = typer.Option(None, help="First partition."),
-    end: str | None = typer.Option(None, help="Last partition (included)."),
-    partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
     max_parallel: int | None = typer.Option(None, min=1, help="Chunks in flight at once across the pipeline."),
     force: bool = typer.Option(False, help="Rewrite partitions that are already written."),
-    last: int | None = LastOption,
-    lag: str | None = LagOption,
     until: str | None = UntilOption,
     max_duration: str | None = MaxDurationOption,
     dry_run: bool = DryRunOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Recompute every layer, upstream first, each reading its upstream layers' shadows."""
-    check_selection(start, end, partitions, last, lag, as_json=as_json, dry_run=dry_run)
+    asked.check(as_json=as_json, dry_run=dry_run)
     check_limits(until, max_duration)
-    p = open_pipeline(pipeline, first_checks(start, end, partitions, last, required=True))
+    p = open_pipeline(pipeline, first_checks(asked, required=True))
     p = p.for_dry_run() if dry_run else p
     box = p.timebox(until, max_duration)
-    keys = select(p, start, end, partitions, last, lag)
+    keys = asked.resolve(p)
     if dry_run:
         show_dry_run(p, keys, max_parallel, force, as_json)
         return
@@ -233,18 +214,12 @@ def run(
 
 @app.command()
 @handle_errors
-def validate(
-    pipeline: Path = PipelineArg,
-    start: str | None = typer.Option(None, help="First partition (default: every recomputed one)."),
-    end: str | None = typer.Option(None, help="Last partition (included)."),
-    partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
-    last: int | None = LastOption,
-    lag: str | None = LagOption,
-) -> None:
+@selection_options("First partition (default: every recomputed one).")
+def validate(asked: Asked, pipeline: Path = PipelineArg) -> None:
     """Validate every layer and judge each partition across layers; exit 1 if any fails, 3 if some warn."""
-    check_selection(start, end, partitions, last, lag)
-    p = open_pipeline(pipeline, first_checks(start, end, partitions, last, required=False))
-    keys = select(p, start, end, partitions, last, lag)
+    asked.check()
+    p = open_pipeline(pipeline, first_checks(asked, required=False))
+    keys = asked.resolve(p)
     result = p.validate(keys.start, keys.end, keys.partitions)
     say_finished(p)
     out.print(verdict_table(p.order, result))
@@ -253,11 +228,10 @@ def validate(
 
 @app.command()
 @handle_errors
+@selection_options("First partition (default: every recomputed one).", window=False)
 def status(
+    asked: Asked,
     pipeline: Path = PipelineArg,
-    start: str | None = typer.Option(None, help="First partition (default: every recomputed one)."),
-    end: str | None = typer.Option(None, help="Last partition (included)."),
-    partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Each partition's verdict in every layer and for the pipeline (from the state store; no Spark)."""
@@ -265,7 +239,7 @@ def status(
     from shadow_backfill.pipeline.results import PipelineValidation
 
     p = open_pipeline(pipeline)
-    verdicts = p.verdicts(p.selected(start, end, split_partitions(partitions)))
+    verdicts = p.verdicts(p.selected(asked.start, asked.end, split_partitions(asked.partitions)))
     if as_json:
         sys.stdout.write(json.dumps(pipeline_document(p.file.name, p.order, verdicts), indent=2) + "\n")
         return
@@ -274,18 +248,21 @@ def status(
 
 @app.command()
 @handle_errors
+@selection_options(
+    "First partition (default: every validated one).",
+    partitions="Comma-separated partitions (all or nothing).",
+    window=False,
+)
 def promote(
+    asked: Asked,
     pipeline: Path = PipelineArg,
-    start: str | None = typer.Option(None, help="First partition (default: every validated one)."),
-    end: str | None = typer.Option(None, help="Last partition (included)."),
-    partitions: str | None = typer.Option(None, help="Comma-separated partitions (all or nothing)."),
     allow_warn: bool | None = typer.Option(None, "--allow-warn/--no-allow-warn", help="Promote warned partitions."),
     canary: str | None = NoCanaryOption,
 ) -> None:
     """Promote what passed in every layer: one commit per layer, upstream first, undone together on failure."""
     refuse_canary(canary)
-    p = open_pipeline(pipeline, first_checks(start, end, partitions, None, required=False))
-    result = p.promote(start, end, split_partitions(partitions), allow_warn=allow_warn)
+    p = open_pipeline(pipeline, first_checks(asked, required=False))
+    result = p.promote(asked.start, asked.end, split_partitions(asked.partitions), allow_warn=allow_warn)
     for line in promoted(result):
         out.print(line, markup=False)
     if result.record is None and result.finished is None:
@@ -327,32 +304,29 @@ def history(
 
 @app.command()
 @handle_errors
+@selection_options("First partition of the pipeline's calendar (default: all).", window=False)
 def report(
+    asked: Asked,
     pipeline: Path = PipelineArg,
     out_dir: Path = typer.Option(..., "--out", help="Folder for pipeline.html/.json/.md and each layer's reports."),
-    start: str | None = typer.Option(None, help="First partition of the pipeline's calendar (default: all)."),
-    end: str | None = typer.Option(None, help="Last partition (included)."),
-    partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
 ) -> None:
     """Write the pipeline's report and each layer's (no Spark)."""
     p = open_pipeline(pipeline)
-    for kind, path in p.report(out_dir, p.selected(start, end, split_partitions(partitions))).items():
+    chosen = p.selected(asked.start, asked.end, split_partitions(asked.partitions))
+    for kind, path in p.report(out_dir, chosen).items():
         out.print(f"{kind:9} {path}")
 
 
 @app.command()
 @handle_errors
+@selection_options()
 def backfill(
+    asked: Asked,
     pipeline: Path = PipelineArg,
-    start: str | None = typer.Option(None, help="First partition."),
-    end: str | None = typer.Option(None, help="Last partition (included)."),
-    partitions: str | None = typer.Option(None, help="Comma-separated partitions instead of a range."),
     max_parallel: int | None = typer.Option(None, min=1, help="Chunks in flight at once across the pipeline."),
     force: bool = typer.Option(False, help="Recompute partitions that are already written."),
     promote_passing: bool = typer.Option(True, "--promote/--no-promote", help="--no-promote stops after the report."),
     report_dir: Path | None = typer.Option(None, "--report", help="Report folder (default: report/ beside the file)."),
-    last: int | None = LastOption,
-    lag: str | None = LagOption,
     until: str | None = UntilOption,
     max_duration: str | None = MaxDurationOption,
     promote_partial: bool = PromotePartialOption,
@@ -362,13 +336,13 @@ def backfill(
 ) -> None:
     """The main job over every layer: recompute -> validate -> promote the set -> report."""
     refuse_canary(canary)
-    check_selection(start, end, partitions, last, lag, as_json=as_json, dry_run=dry_run)
+    asked.check(as_json=as_json, dry_run=dry_run)
     check_limits(until, max_duration)
     report_to = None if dry_run else report_dir or pipeline.parent / "report"
-    p = open_pipeline(pipeline, first_checks(start, end, partitions, last, required=True, report_dir=report_to))
+    p = open_pipeline(pipeline, first_checks(asked, required=True, report_dir=report_to))
     p = p.for_dry_run() if dry_run else p
     box = p.timebox(until, max_duration)
-    keys = select(p, start, end, partitions, last, lag)
+    keys = asked.resolve(p)
     if dry_run:
         show_dry_run(p, keys, max_parallel, force, as_json)
         return

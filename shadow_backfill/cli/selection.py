@@ -7,10 +7,13 @@ clock moves past a period's end while the command runs.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import sys
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import typer
 
@@ -42,6 +45,68 @@ LagOption = typer.Option(
 )
 DryRunOption = typer.Option(False, "--dry-run", help="Print the plan (from metadata); write nothing.")
 JsonOption = typer.Option(False, "--json", help="With --dry-run: print the plan as one JSON document.")
+
+
+@dataclass(frozen=True)
+class Asked:
+    """The selection options as the user gave them: one option group for every command that
+    works on partitions (`selection_options` adds it), checked and resolved in one place."""
+
+    start: str | None = None
+    end: str | None = None
+    partitions: str | None = None
+    last: int | None = None
+    lag: str | None = None
+
+    def check(self, *, as_json: bool = False, dry_run: bool = False) -> None:
+        """`check_selection` of these options."""
+        check_selection(self.start, self.end, self.partitions, self.last, self.lag, as_json=as_json, dry_run=dry_run)
+
+    def resolve(self, source: Windowed) -> Selection:
+        """The partitions these options name (`select`)."""
+        return select(source, self.start, self.end, self.partitions, self.last, self.lag)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+_RANGE = "Comma-separated partitions instead of a range."
+
+
+def selection_options(
+    start: str = "First partition.", *, partitions: str = _RANGE, window: bool = True
+) -> Callable[[F], F]:
+    """Give a command the selection's options, declared once here: `--start`, `--end`,
+    `--partitions` and, with `window`, `--last`/`--lag`. The command takes them as one
+    `asked: Asked` parameter; they are listed in `--help` right after its argument. Typer reads
+    a command's options from its signature, so the wrapper's signature is the command's with
+    `asked` replaced by the five options (why not one option per command: 9 commands declared
+    them 40 times, with drifting help texts)."""
+    options: list[tuple[str, Any, Any]] = [
+        ("start", str | None, typer.Option(None, help=start)),
+        ("end", str | None, typer.Option(None, help="Last partition (included).")),
+        ("partitions", str | None, typer.Option(None, help=partitions)),
+    ]
+    if window:
+        options += [("last", int | None, LastOption), ("lag", str | None, LagOption)]
+    names = [name for name, _, _ in options]
+    assert names == [f.name for f in fields(Asked)][: len(names)]
+
+    def decorate(command: F) -> F:
+        own = inspect.signature(command, eval_str=True)
+        kept = [p for p in own.parameters.values() if p.name != "asked"]
+        added = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=t) for n, t, d in options]
+        kept = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in kept]
+        params = [*kept[:1], *added, *kept[1:]]
+
+        @functools.wraps(command)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            asked = Asked(**{n: kwargs.pop(n, None) for n in names})
+            return command(*args, asked=asked, **kwargs)
+
+        wrapper.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in params} | {"return": own.return_annotation}
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
 
 
 @dataclass(frozen=True)
@@ -80,10 +145,7 @@ def check_selection(
 
 def check_first(
     config: BackfillConfig,
-    start: str | None,
-    end: str | None,
-    partitions: str | None,
-    last: int | None,
+    asked: Asked,
     *,
     required: bool = True,
     live: bool = True,
@@ -91,9 +153,9 @@ def check_first(
 ) -> None:
     """The command's checks that need no engine, before PySpark is imported (exit 2, nothing
     written); a `--last` window's partitions come from live, with the engine."""
-    keys = None if last is not None else split_partitions(partitions)
-    if last is not None:
-        start, end, required = None, None, False
+    start, end, keys = asked.start, asked.end, split_partitions(asked.partitions)
+    if asked.last is not None:
+        start, end, keys, required = None, None, None, False
     check_before_engine(config, start, end, keys, required=required, live=live, report_dir=report_dir)
 
 
