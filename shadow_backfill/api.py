@@ -24,7 +24,6 @@ from shadow_backfill import canary as canaries
 from shadow_backfill.canary import CanaryResult, FinishedCanary
 from shadow_backfill.config import BackfillConfig, load_config
 from shadow_backfill.errors import LocalLocksWarning, TableNotFoundError, UsageError, WriteError, os_reason
-from shadow_backfill.formats import format_for
 from shadow_backfill.formats.base import TableFormat
 from shadow_backfill.formats.locations import table_spelling
 from shadow_backfill.ledger import reconcile
@@ -47,6 +46,7 @@ from shadow_backfill.session import ensure_warehouse, open_session
 from shadow_backfill.state import PartitionRecord, PromotionRecord, StateStore, VerdictRecord, reading
 from shadow_backfill.state.locks import LeaseLocks
 from shadow_backfill.state.urls import shown_url
+from shadow_backfill.table import TableContext, open_table
 from shadow_backfill.timebox import TimeBox
 from shadow_backfill.transform import Inputs, Transform, load_transform
 from shadow_backfill.validate.validator import ValidationResult, Validator
@@ -95,13 +95,22 @@ class BackfillResult:
 class Backfill:
     """Everything the tool does for one config. Spark and the state store open lazily."""
 
-    def __init__(self, config: BackfillConfig, spark: SparkSession | None = None, inputs: Inputs | None = None) -> None:
-        """`inputs`: a pipeline's upstream layers, given to a transform that takes them."""
+    def __init__(
+        self,
+        config: BackfillConfig,
+        spark: SparkSession | None = None,
+        inputs: Inputs | None = None,
+        *,
+        read_only: bool = False,
+    ) -> None:
+        """`inputs`: a pipeline's upstream layers, given to a transform that takes them.
+        `read_only`: a dry run's object: the state store is read as it is, never created, and
+        the format writes nothing (`TableFormat.read_only`), fixed for the object's life."""
         self.config = config
-        self.scheme = PartitionScheme.from_spec(config.partition)
+        self.read_only = read_only
+        self._config_scheme = PartitionScheme.from_spec(config.partition)
         self._spark = spark
         self._inputs = inputs
-        self._reading_store: StateStore | None = None  # set for the object's life by for_dry_run
         self.hold = TableHold()  # on the live table while a command writes (`ownership`)
         self.live_checked = False  # `preflight.check_before_writing` passed the live table's checks
 
@@ -124,30 +133,28 @@ class Backfill:
 
     @cached_property
     def store(self) -> StateStore:
+        if self.read_only:
+            return reading(self.config.state_url)
         if self.config.state.url is None:  # the default store lives in the warehouse
             ensure_warehouse(self.config)
         return StateStore(self.config.state_url)
 
     @cached_property
-    def table_format(self) -> TableFormat:
-        """The format, once live and shadow are known to be plain tables (or not to exist yet):
-        every command that reads or writes a table comes through here first, so a view or a
-        metadata table is a usage error naming it, not an engine error half-way."""
-        fmt = self._format(self.scheme)
-        fmt.check_plain_table(self.live_table, "live table")
-        fmt.check_plain_table(self.shadow_table, "shadow table")
-        resolved = self._scheme_read_from_live(fmt)
-        if resolved != self.scheme:
-            self.scheme = resolved
-            fmt = self._format(resolved)
-        return fmt
+    def table(self) -> TableContext:
+        """The tables' context, built once (`table.open_table`): every command that reads or
+        writes a table comes through here first."""
+        return open_table(self.config, self.spark, lambda: self.store, self._locks, read_only=self.read_only)
 
-    def _format(self, scheme: PartitionScheme) -> TableFormat:
-        """The config's format, taking the locks its storage may lack from the state store."""
-        fmt = format_for(self.config.format, self.spark, scheme, self.config.base_dir)
-        fmt.use_locks(self._locks)
-        fmt.read_only = self._reading_store is not None
-        return fmt
+    @property
+    def table_format(self) -> TableFormat:
+        return self.table.fmt
+
+    @property
+    def scheme(self) -> PartitionScheme:
+        """The partition scheme: the config's, completed from the live table once the table's
+        context is built (a command that needs no table, such as `status`, keeps the config's)."""
+        table = self.__dict__.get("table")
+        return table.scheme if table is not None else self._config_scheme
 
     def _locks(self) -> LeaseLocks:
         """The state store's leases, as the locks the format asks for when its storage has none."""
@@ -162,21 +169,9 @@ class Backfill:
             )
         return LeaseLocks(self.store)
 
-    def _scheme_read_from_live(self, fmt: TableFormat) -> PartitionScheme:
-        """The partition scheme with what the config left out read from the live table (its
-        column type, a hidden transform's granularity), once, before any part takes the scheme:
-        the recompute, the validator and the promoter are all built after `table_format`. A
-        live table created later by this same object (the demo's seeding) keeps the config's."""
-        spec = self.config.partition
-        facts = fmt.partition_facts(self.live_table, spec.column)
-        if facts is None:
-            return self.scheme  # the commands name a missing table or column
-        return self.scheme.resolved(spec, facts.column_type, facts.hidden_granularity, self.live_table)
-
     @cached_property
     def transform(self) -> Transform:
-        self.table_format  # noqa: B018 - settles the scheme against the live table first
-        return load_transform(self.config, self.scheme, self._inputs)
+        return load_transform(self.config, self.table.scheme, self._inputs)
 
     @property
     def live_table(self) -> str:
@@ -189,7 +184,7 @@ class Backfill:
     def holding_table(self, command: str) -> AbstractContextManager[None]:
         """The live table held for a writing command, or refused at once if a pipeline command
         holds it (`ownership`); a dry-run object writes nothing and holds nothing."""
-        if self._reading_store is not None:
+        if self.read_only:
             return nullcontext()
         return self.hold.held(lambda: self.store, self.owned_name, command)
 
@@ -248,18 +243,18 @@ class Backfill:
         """The time box of `--until HH:MM` (the config's `time_zone`) and `--max-duration D`."""
         return TimeBox.from_options(until, max_duration, time_zone(self.config.time_zone))
 
-    def recompute(self, store: StateStore | None = None) -> Recompute:
-        return Recompute(self.config, self.spark, store or self.store, self.table_format, self.transform, self.scheme)
+    def recompute(self) -> Recompute:
+        return Recompute(self.table, self.transform)
 
     def last_window(self, last: int, lag: str | dt.timedelta = "0") -> Window:
         """The `last` newest partitions complete at now - `lag` (`SHADOW_BACKFILL_NOW` pins now),
         counted in the config's `time_zone`; a timestamp partition column's periods are UTC."""
-        self.table_format  # noqa: B018 - settles the granularity and column type from live
+        scheme = self.table.scheme  # the granularity and column type read from live
         configured = time_zone(self.config.time_zone)
-        zone = time_zone("UTC") if self.scheme.ranged else configured
+        zone = time_zone("UTC") if scheme.ranged else configured
         now = current_time(configured)  # a pinned time without an offset is one of time_zone
         delay = parse_duration(lag, "--lag") if isinstance(lag, str) else lag
-        periods = last_periods(self.scheme.granularity, last, complete_before(now, delay), zone)
+        periods = last_periods(scheme.granularity, last, complete_before(now, delay), zone)
         return Window(now, delay, last, zone.key, tuple(periods))
 
     def window_keys(self, window: Window) -> list[str]:
@@ -289,23 +284,14 @@ class Backfill:
             force=force,
             allow_code_change=allow_code_change,
         )
-        self._require_live()
-        store = self._reading_store or reading(self.config.state_url)
-        fmt = self.table_format
-        was, fmt.read_only = fmt.read_only, True
-        try:
-            return plan_run(self.recompute(store), options, window)
-        finally:
-            fmt.read_only = was
+        planner = self if self.read_only else self.for_dry_run()  # this object's format writes
+        planner.require_live()
+        return plan_run(planner.recompute(), options, window)
 
     def for_dry_run(self) -> Backfill:
-        """This object for a dry-run command, from the start (the window it reads from live
-        too): the state store is read as it is, never created, and the format writes nothing
-        (`TableFormat.read_only`). Not for an object that later writes."""
-        self._reading_store = reading(self.config.state_url)
-        if "table_format" in self.__dict__:
-            self.table_format.read_only = True
-        return self
+        """A read-only twin of this object for a dry-run command (`read_only`), sharing its
+        session; this object is unchanged."""
+        return Backfill(self.config, self._spark, self._inputs, read_only=True)
 
     def plan(
         self,
@@ -345,7 +331,7 @@ class Backfill:
     ) -> ValidationResult:
         """Run the validation gate (see `shadow-backfill validate`); verdicts go to the state store."""
         check_before_writing(self, start, end, partitions, required=False, live=False)
-        validator = Validator(self.config, self.spark, self.store, self.table_format, self.scheme)
+        validator = Validator(self.table)
         return validator.run(validator.select(start, end, partitions))
 
     def report(self, out_dir: str | Path) -> dict[str, Path]:
@@ -364,14 +350,7 @@ class Backfill:
             raise WriteError(f"cannot write the report to {str(culprit)!r}: {os_reason(culprit, exc)}") from None
 
     def promoter(self) -> Promoter:
-        return Promoter(
-            self.config,
-            self.spark,
-            self.store,
-            self.table_format,
-            self.scheme,
-            code_fingerprint=self._fingerprint_or_none(),
-        )
+        return Promoter(self.table, code_fingerprint=self._fingerprint_or_none())
 
     def _fingerprint_or_none(self) -> str | None:
         try:
@@ -381,7 +360,7 @@ class Backfill:
 
     def plan_promotion(self, partitions: list[str] | None = None, *, allow_warn: bool | None = None) -> PromotionPlan:
         """What `promote` would do (the dry run): partitions, refusals with reasons, live version."""
-        keys = self._keys(partitions)  # named partitions checked before the state store opens
+        keys = self.named_keys(partitions)  # named partitions checked before the state store opens
         return self.promoter().plan(keys, allow_warn=self._allow_warn(allow_warn))
 
     @writes_table("promote", promote_checks)
@@ -398,7 +377,7 @@ class Backfill:
         self, partitions: list[str] | None = None, *, allow_warn: bool | None = None, promotion_id: str | None = None
     ) -> tuple[PromotionPlan, PromotionRecord | None]:
         """`promote` without looking for unchecked canaries (a canary's own steps)."""
-        keys = self._keys(partitions)  # named partitions checked before the state store opens
+        keys = self.named_keys(partitions)  # named partitions checked before the state store opens
         return self.promoter().promote(
             keys,
             allow_warn=self._allow_warn(allow_warn),
@@ -409,7 +388,7 @@ class Backfill:
     def finish_unchecked_canaries(self) -> list[FinishedCanary]:
         """Run the checks on live of every canary a kill left between its commit and its checks,
         rolling back each that fails (`canary_recovery`); [] when there is none (one store read)."""
-        return canaries.finish_unchecked(self)
+        return canaries.finish_unchecked(self.table)
 
     @writes_table("promote-canary", canary_checks)
     def promote_canary(
@@ -417,9 +396,10 @@ class Backfill:
     ) -> CanaryResult:
         """Promote the `n` earliest passing partitions, check them on live (rows and the
         downstream queries), then the rest; a failed check rolls the canary back."""
-        return canaries.promote_with_canary(self, n, partitions, allow_warn)
+        keys = self.named_keys(partitions)
+        return canaries.promote_with_canary(self.promoter(), n, keys, self._allow_warn(allow_warn))
 
-    def _keys(self, partitions: Sequence[str] | None) -> list[str] | None:
+    def named_keys(self, partitions: Sequence[str] | None) -> list[str] | None:
         """Named partitions normalized, each once, in the order given (None: let the command choose)."""
         if partitions is None:
             return None
@@ -436,7 +416,7 @@ class Backfill:
         self, promotion_id: str | None = None, *, to_version: int | None = None, force: bool = False
     ) -> PromotionRecord:
         """Undo a promotion (or a rollback) by id, or restore the whole live table to a version."""
-        rb = Rollback(self.config, self.spark, self.store, self.table_format, self.scheme)
+        rb = Rollback(self.table)
         if promotion_id is not None:
             return rb.undo(promotion_id, force=force)
         assert to_version is not None
@@ -520,11 +500,11 @@ class Backfill:
         recorded first, which reads the live table; without it only the state store is read
         and Spark never starts (the CLI's default: `history --json` answers in a second)."""
         if reconcile_live:
-            self._require_live()
+            self.require_live()
             reconcile(self.table_format, self.store, self.live_table)
         return self.store.promotions(self.live_table)
 
-    def _require_live(self) -> None:
+    def require_live(self) -> None:
         """Commands that read the live table's history name a missing table instead of an engine error."""
         if not self.table_format.exists(self.live_table):
             raise TableNotFoundError(f"live table {self.live_table!r} does not exist ({self.config.format})")

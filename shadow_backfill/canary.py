@@ -32,7 +32,8 @@ from shadow_backfill.validate.downstream import LoadedQuery, load_queries
 from shadow_backfill.vocabulary import Check, CheckStatus
 
 if TYPE_CHECKING:
-    from shadow_backfill.api import Backfill
+    from shadow_backfill.promote import Promoter
+    from shadow_backfill.table import TableContext
 
 __all__ = [
     "CANARY",
@@ -83,14 +84,14 @@ def canary_lock(store: StateStore, live_table: str, holder: str) -> Iterator[Non
         store.release(owner)
 
 
-def finish_unchecked(bf: Backfill) -> list[FinishedCanary]:
+def finish_unchecked(table: TableContext) -> list[FinishedCanary]:
     """Finish the canaries of the table a kill left unchecked (see `canary_recovery`); a failed
     one is rolled back. Costs one store read when there is none."""
-    if not bf.store.unchecked_canaries(bf.live_table):
+    if not table.store.unchecked_canaries(table.live_table):
         return []
-    queries = load_queries(bf.config)
-    with canary_lock(bf.store, bf.live_table, new_id("canary-check")):
-        return finish_all(bf, queries)
+    queries = load_queries(table.config)
+    with canary_lock(table.store, table.live_table, new_id("canary-check")):
+        return finish_all(table, queries)
 
 
 def refuse_after_failed(finished: list[FinishedCanary]) -> None:
@@ -101,70 +102,83 @@ def refuse_after_failed(finished: list[FinishedCanary]) -> None:
         raise RefusedError(f"{failed[0].line()}; nothing else was promoted")
 
 
-def promote_with_canary(bf: Backfill, n: int, partitions: list[str] | None, allow_warn: bool | None) -> CanaryResult:
-    """Promote the `n` earliest passing partitions, check them on live, then the rest."""
-    queries = load_queries(bf.config)  # a bad query file is named before anything commits
+def promote_with_canary(promoter: Promoter, n: int, partitions: list[str] | None, allow_warn: bool) -> CanaryResult:
+    """Promote the `n` earliest passing partitions, check them on live, then the rest: the
+    promotion policy beside a plain promotion, over the same promoter. `partitions`: named
+    (normalized) partitions, promoted all or none."""
+    table = promoter.table
+    queries = load_queries(table.config)  # a bad query file is named before anything commits
     canary_id = new_id(PROMOTE)
-    with canary_lock(bf.store, bf.live_table, canary_id):
-        finished = finish_all(bf, queries)
+    with canary_lock(table.store, table.live_table, canary_id):
+        finished = finish_all(table, queries)
         if any(f.rolled_back is not None for f in finished):  # its data is not promoted again now
             return CanaryResult(PromotionPlan([], {}, None, {}), None, finished=finished)
-        plan = bf.plan_promotion(partitions, allow_warn=allow_warn)
+        plan = promoter.plan(partitions, allow_warn=allow_warn)
         if not plan.partitions or (partitions is not None and plan.refused):
-            return CanaryResult(plan, *bf.promote_now(partitions, allow_warn=allow_warn)[1:], finished=finished)
+            return CanaryResult(plan, *_promote(promoter, partitions, allow_warn)[1:], finished=finished)
         if checked := [f for f in finished if f.record is not None and f.rolled_back is None]:
             # the cut-off canary passed its checks now: what is left is its rest, as it would have been
             result = CanaryResult(plan, checked[-1].record, checked[-1].checks, finished=finished)
-            return _promote_rest(bf, result, plan.partitions, allow_warn)
+            return _promote_rest(promoter, result, plan.partitions, allow_warn)
         if n >= len(plan.partitions):
             raise too_few(n, len(plan.partitions))
-        keys = bf.scheme.sort(plan.partitions)
-        result = _canary(bf, canary_id, keys[:n], plan, queries, allow_warn)
+        keys = table.scheme.sort(plan.partitions)
+        result = _canary(promoter, canary_id, keys[:n], plan, queries, allow_warn)
         result.finished = finished
         if result.canary is None or result.rolled_back is not None:
             return result
-        return _promote_rest(bf, result, keys[n:], allow_warn)
+        return _promote_rest(promoter, result, keys[n:], allow_warn)
 
 
 def _canary(
-    bf: Backfill, canary_id: str, first: list[str], plan: PromotionPlan, queries: list[LoadedQuery], allow: bool | None
+    promoter: Promoter, canary_id: str, first: list[str], plan: PromotionPlan, queries: list[LoadedQuery], allow: bool
 ) -> CanaryResult:
     """The canary's commit, recorded as pending before it, then its checks on live."""
+    table = promoter.table
     rows = {k: plan.rows.get(k, {}).get("shadow") for k in first}
-    bf.store.begin_canary(
-        CanaryRecord(id=canary_id, live_table=bf.live_table, shadow_table=bf.shadow_table, partitions=first, rows=rows)
+    table.store.begin_canary(
+        CanaryRecord(
+            id=canary_id, live_table=table.live_table, shadow_table=table.shadow_table, partitions=first, rows=rows
+        )
     )
-    plan1, canary = bf.promote_now(first, allow_warn=allow, promotion_id=canary_id)
+    plan1, canary = _promote(promoter, first, allow, promotion_id=canary_id)
     if canary is None:
-        bf.store.end_canary(canary_id, NOT_COMMITTED)
+        table.store.end_canary(canary_id, NOT_COMMITTED)
         return CanaryResult(plan1, None)
-    bf.store.mark_step(canary.id, CANARY, canary.id)
+    table.store.mark_step(canary.id, CANARY, canary.id)
     testpoints.reached(testpoints.CANARY_BEFORE_CHECKS)
     result = CanaryResult(plan1, canary)
     try:
-        result.checks = checks_on_live(bf, canary.partitions, rows, queries)
+        result.checks = checks_on_live(table, canary.partitions, rows, queries)
     except Exception as exc:  # a check that cannot run is a check that failed: undo, then say why
-        undo(bf, canary, f"the checks on live could not run ({first_line(exc)})")
-        bf.store.end_canary(canary_id, ROLLED_BACK)
+        undo(table, canary, f"the checks on live could not run ({first_line(exc)})")
+        table.store.end_canary(canary_id, ROLLED_BACK)
         raise
     if result.failed:
-        result.rolled_back = undo(bf, canary, result.failed[0].message)
-        bf.store.end_canary(canary_id, ROLLED_BACK)
+        result.rolled_back = undo(table, canary, result.failed[0].message)
+        table.store.end_canary(canary_id, ROLLED_BACK)
         return result
-    bf.store.end_canary(canary_id, CHECKED)
+    table.store.end_canary(canary_id, CHECKED)
     return result
 
 
-def _promote_rest(bf: Backfill, result: CanaryResult, rest: list[str], allow_warn: bool | None) -> CanaryResult:
+def _promote(
+    promoter: Promoter, keys: list[str] | None, allow_warn: bool, promotion_id: str | None = None
+) -> tuple[PromotionPlan, PromotionRecord | None]:
+    """One of the canary's commits: named partitions are promoted all or none."""
+    return promoter.promote(keys, allow_warn=allow_warn, strict=keys is not None, promotion_id=promotion_id)
+
+
+def _promote_rest(promoter: Promoter, result: CanaryResult, rest: list[str], allow_warn: bool) -> CanaryResult:
     """The partitions after a canary that passed its checks, as that canary's `rest` step."""
     canary = result.canary
     assert canary is not None
     if not rest:
         return result
     try:
-        _plan, result.rest = bf.promote_now(rest, allow_warn=allow_warn)
+        _plan, result.rest = _promote(promoter, rest, allow_warn)
     except ShadowBackfillError as exc:
         raise RefusedError(f"canary {canary.id} is live and passed its checks; the rest was refused: {exc}") from exc
     if result.rest is not None:
-        bf.store.mark_step(result.rest.id, REST, canary.id)
+        promoter.table.store.mark_step(result.rest.id, REST, canary.id)
     return result

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from shadow_backfill.errors import RefusedError, first_line
 from shadow_backfill.ledger import reconcile
+from shadow_backfill.rollback import Rollback
 from shadow_backfill.state import PromotionRecord
 from shadow_backfill.state.canaries import CHECKED, NOT_COMMITTED, ROLLED_BACK, CanaryRecord
 from shadow_backfill.validate.downstream import LoadedQuery, judge_on_live
@@ -23,7 +24,7 @@ from shadow_backfill.validate.measure.downstream import measure_queries
 from shadow_backfill.vocabulary import Check, CheckStatus
 
 if TYPE_CHECKING:
-    from shadow_backfill.api import Backfill
+    from shadow_backfill.table import TableContext
 
 CANARY, REST = "canary", "rest"  # a canary promotion's steps, as the store's `step` names them
 
@@ -56,44 +57,44 @@ class FinishedCanary:
         return f"{head}: its {len(self.checks)} check(s) on live passed"
 
 
-def finish_all(bf: Backfill, queries: list[LoadedQuery]) -> list[FinishedCanary]:
+def finish_all(table: TableContext, queries: list[LoadedQuery]) -> list[FinishedCanary]:
     """Finish every pending canary of the table, oldest first; the caller holds the canary lock."""
-    pending = bf.store.unchecked_canaries(bf.live_table)
+    pending = table.store.unchecked_canaries(table.live_table)
     if not pending:
         return []
     # a kill between the canary's commit and its audit row left only the commit: record it
-    reconcile(bf.table_format, bf.store, bf.live_table)
-    return [_finish(bf, c, queries) for c in pending]
+    reconcile(table.fmt, table.store, table.live_table)
+    return [_finish(table, c, queries) for c in pending]
 
 
-def _finish(bf: Backfill, canary: CanaryRecord, queries: list[LoadedQuery]) -> FinishedCanary:
-    rec = bf.store.promotion(canary.id)
+def _finish(table: TableContext, canary: CanaryRecord, queries: list[LoadedQuery]) -> FinishedCanary:
+    rec = table.store.promotion(canary.id)
     if rec is None:
-        bf.store.end_canary(canary.id, NOT_COMMITTED)
+        table.store.end_canary(canary.id, NOT_COMMITTED)
         return FinishedCanary(canary, None)
-    bf.store.mark_step(rec.id, CANARY, rec.id)
+    table.store.mark_step(rec.id, CANARY, rec.id)
     done = FinishedCanary(canary, rec)
     if rec.undone_by is not None:
-        bf.store.end_canary(canary.id, ROLLED_BACK)
+        table.store.end_canary(canary.id, ROLLED_BACK)
         return done
     try:
-        done.checks = checks_on_live(bf, rec.partitions, canary.rows, queries)
+        done.checks = checks_on_live(table, rec.partitions, canary.rows, queries)
     except Exception as exc:
-        undo(bf, rec, f"the checks on live could not run ({first_line(exc)})")
-        bf.store.end_canary(canary.id, ROLLED_BACK)
+        undo(table, rec, f"the checks on live could not run ({first_line(exc)})")
+        table.store.end_canary(canary.id, ROLLED_BACK)
         raise
     if done.failed:
-        done.rolled_back = undo(bf, rec, done.failed[0].message)
-        bf.store.end_canary(canary.id, ROLLED_BACK)
+        done.rolled_back = undo(table, rec, done.failed[0].message)
+        table.store.end_canary(canary.id, ROLLED_BACK)
     else:
-        bf.store.end_canary(canary.id, CHECKED)
+        table.store.end_canary(canary.id, CHECKED)
     return done
 
 
-def undo(bf: Backfill, canary: PromotionRecord, why: str) -> PromotionRecord:
+def undo(table: TableContext, canary: PromotionRecord, why: str) -> PromotionRecord:
     """Roll the canary back; if even that fails, the error names the check and the canary."""
     try:
-        return bf.rollback(canary.id)
+        return Rollback(table).undo(canary.id)
     except Exception as exc:
         raise RefusedError(
             f"canary {canary.id} failed on live ({why}) and its rollback failed ({first_line(exc)}): "
@@ -102,13 +103,13 @@ def undo(bf: Backfill, canary: PromotionRecord, why: str) -> PromotionRecord:
 
 
 def checks_on_live(
-    bf: Backfill, keys: list[str], rows: Mapping[str, int | None], queries: list[LoadedQuery]
+    table: TableContext, keys: list[str], rows: Mapping[str, int | None], queries: list[LoadedQuery]
 ) -> list[Check]:
     """Each canary partition on live now: the validated row count (`rows`), and every
     downstream query runs and returns rows."""
-    fmt, scheme = bf.table_format, bf.scheme
-    fmt.refresh(bf.live_table)
-    live = fmt.read_partitions(bf.live_table, keys)
+    fmt, scheme = table.fmt, table.scheme
+    fmt.refresh(table.live_table)
+    live = fmt.read_partitions(table.live_table, keys)
     counted = live.groupBy(scheme.key_column().alias("k")).count().collect()
     found = {scheme.key_from_column_text(r["k"]): r["count"] for r in counted}
     checks = []
@@ -120,6 +121,6 @@ def checks_on_live(
         checks.append(Check("canary_rows", k, status, got, f"== {expected}", message))
     if queries:
         values = {k: scheme.value(k) for k in keys}
-        runs = measure_queries(bf.spark, queries, live, None, values, lambda df, k: df.filter(scheme.predicate([k])))
+        runs = measure_queries(table.spark, queries, live, None, values, lambda df, k: df.filter(scheme.predicate([k])))
         checks += [judge_on_live(r.query.name, k, r.judged) for k, results in runs.items() for r in results]
     return checks

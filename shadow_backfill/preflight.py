@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import ConfigError, TableNotFoundError, UsageError
@@ -23,8 +23,33 @@ from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.sql_guard import check_sql_transform
 
 if TYPE_CHECKING:
-    from shadow_backfill.api import Backfill
     from shadow_backfill.formats.base import TableFormat
+    from shadow_backfill.promote import PromotionPlan
+    from shadow_backfill.state import StateStore
+    from shadow_backfill.table import TableContext
+    from shadow_backfill.transform import Transform
+
+
+class CommandTarget(Protocol):
+    """What a command's checks read of the object that runs it (`api.Backfill`): named here so
+    the checks do not import the facade that calls them."""
+
+    config: BackfillConfig
+    live_checked: bool
+    """The live table's checks passed once for this object (a pipeline runs chunk after chunk)."""
+
+    @property
+    def table(self) -> TableContext: ...
+    @property
+    def transform(self) -> Transform: ...
+    @property
+    def store(self) -> StateStore: ...
+    def named_keys(self, partitions: Sequence[str] | None) -> list[str] | None: ...
+    def plan_promotion(
+        self, partitions: list[str] | None = None, *, allow_warn: bool | None = None
+    ) -> PromotionPlan: ...
+    def require_live(self) -> None: ...
+
 
 # The longest name of one file or folder most file systems take (ext4, XFS, APFS, NTFS: 255
 # bytes); a longer one fails only when it is written, which may be after live changed.
@@ -162,7 +187,7 @@ def check_live_table(
 
 
 def check_before_writing(
-    bf: Backfill,
+    bf: CommandTarget,
     start: str | None = None,
     end: str | None = None,
     partitions: Sequence[str] | None = None,
@@ -177,25 +202,25 @@ def check_before_writing(
     from shadow_backfill.state.store import reading  # SQLAlchemy: not for every import
 
     check_before_engine(bf.config, start, end, partitions, required=required, live=live)
-    bf.table_format  # noqa: B018 - settles the scheme from the live table (reads only)
+    table = bf.table  # the scheme read from the live table (reads only)
     if required or start or end or partitions is not None:
-        bf.scheme.select(start=start, end=end, partitions=partitions, default=bf.config.partition.values)
+        table.scheme.select(start=start, end=end, partitions=partitions, default=bf.config.partition.values)
     elif not live:  # every partition recomputed: none is a usage error, told before the store exists
         store = reading(bf.config.state_url)
         try:
-            if not store.records(bf.shadow_table):
-                raise UsageError(f"nothing to validate: no partition of {bf.shadow_table} has been recomputed")
+            if not store.records(bf.config.shadow):
+                raise UsageError(f"nothing to validate: no partition of {bf.config.shadow} has been recomputed")
         finally:
             store.close()
     if not live or bf.live_checked:
         return
     store = reading(bf.config.state_url)  # never created here: a new store has nothing carried
     try:
-        carried = store.carried_columns(bf.live_table)
+        carried = store.carried_columns(table.live_table)
     finally:
         store.close()
-    check_live_table(bf.config, bf.table_format, bf.scheme, carried)
-    bf.table_format.check_distinct(bf.live_table, bf.shadow_table)
+    check_live_table(bf.config, table.fmt, table.scheme, carried)
+    table.fmt.check_distinct(table.live_table, table.shadow_table)
     bf.transform  # noqa: B018 - imported and checked (a missing attribute, a SQL file without :partition)
     bf.live_checked = True
 
@@ -211,13 +236,13 @@ def check_version(fmt: TableFormat, table: str, version: int) -> None:
 
 
 def run_checks(
-    bf: Backfill, start: str | None = None, end: str | None = None, partitions: Any = None, **_: Any
+    bf: CommandTarget, start: str | None = None, end: str | None = None, partitions: Any = None, **_: Any
 ) -> None:
     check_before_writing(bf, start, end, partitions)
 
 
 def backfill_checks(
-    bf: Backfill,
+    bf: CommandTarget,
     start: str | None = None,
     end: str | None = None,
     partitions: Any = None,
@@ -230,12 +255,12 @@ def backfill_checks(
     check_before_writing(bf, start, end, partitions)
 
 
-def promote_checks(bf: Backfill, partitions: Sequence[str] | None = None, **_: Any) -> None:
-    bf._keys(partitions)  # named partitions as live's scheme reads them
+def promote_checks(bf: CommandTarget, partitions: Sequence[str] | None = None, **_: Any) -> None:
+    bf.named_keys(partitions)  # named partitions as live's scheme reads them
 
 
 def canary_checks(
-    bf: Backfill, n: int, partitions: Sequence[str] | None = None, *, allow_warn: bool | None = None, **_: Any
+    bf: CommandTarget, n: int, partitions: Sequence[str] | None = None, *, allow_warn: bool | None = None, **_: Any
 ) -> None:
     """A canary of every partition would be an unchecked promotion of them all: refused before
     anything is written. Named partitions are the whole promotion; without names the count
@@ -243,26 +268,28 @@ def canary_checks(
     pending: its rest follows it, and no new canary is taken."""
     from shadow_backfill.state.canaries import too_few  # SQLAlchemy: not for every import
 
-    keys = bf._keys(partitions)
+    keys = bf.named_keys(partitions)
     if keys is not None and n >= len(keys):
         raise too_few(n, len(keys))
-    if keys is None and not bf.store.unchecked_canaries(bf.live_table):
+    if keys is None and not bf.store.unchecked_canaries(bf.config.live_table):
         plan = bf.plan_promotion(None, allow_warn=allow_warn)
         if plan.partitions and n >= len(plan.partitions):
             raise too_few(n, len(plan.partitions))
 
 
-def rollback_checks(bf: Backfill, promotion_id: str | None = None, *, to_version: int | None = None, **_: Any) -> None:
+def rollback_checks(
+    bf: CommandTarget, promotion_id: str | None = None, *, to_version: int | None = None, **_: Any
+) -> None:
     if (promotion_id is None) == (to_version is None):
         raise UsageError("give exactly one of --promotion ID or --to-version V")
-    bf._require_live()
+    bf.require_live()
     if to_version is not None:
-        check_version(bf.table_format, bf.live_table, to_version)
+        check_version(bf.table.fmt, bf.table.live_table, to_version)
     if promotion_id is not None:
         check_promotion_known(bf, promotion_id)
 
 
-def check_promotion_known(bf: Backfill, promotion_id: str) -> None:
+def check_promotion_known(bf: CommandTarget, promotion_id: str) -> None:
     """An id in neither the state store (read as it is) nor live's own audit trail is a usage
     error told before the store is opened: the rollback records the commits a crash kept from
     the store before it looks the id up, and the id may be one of those, so both are read."""
@@ -276,8 +303,8 @@ def check_promotion_known(bf: Backfill, promotion_id: str) -> None:
         store.close()
     if known:
         return
-    for commit in bf.table_format.history(bf.live_table):
-        rec = record_from_commit(commit, bf.live_table)
+    for commit in bf.table.fmt.history(bf.table.live_table):
+        rec = record_from_commit(commit, bf.table.live_table)
         if rec is not None and rec.id == promotion_id:
             return
-    raise UsageError(f"unknown promotion id {promotion_id!r} for {bf.live_table} (see `shadow-backfill history`)")
+    raise UsageError(f"unknown promotion id {promotion_id!r} for {bf.table.live_table} (see `shadow-backfill history`)")

@@ -15,18 +15,18 @@ from functools import reduce
 from typing import Any
 
 from pyspark.errors import PySparkException
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql.types import StructField, StructType
 
 from shadow_backfill import testpoints
-from shadow_backfill.config import BackfillConfig, SchemaChanges
+from shadow_backfill.config import SchemaChanges
 from shadow_backfill.document import MetricsDoc
 from shadow_backfill.errors import RefusedError, TableNotFoundError, UsageError
-from shadow_backfill.formats.base import PARTITIONS_PROPERTY, Commit, LiveChangedError, TableFormat
+from shadow_backfill.formats.base import PARTITIONS_PROPERTY, Commit, LiveChangedError
 from shadow_backfill.ledger import live_partition_locks, reconcile, write_and_record
-from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.schema import SchemaDiff, conform, diff_schemas
-from shadow_backfill.state import PROMOTE, PartitionRecord, PromotionRecord, StateStore, VerdictRecord, new_id
+from shadow_backfill.state import PROMOTE, PartitionRecord, PromotionRecord, VerdictRecord, new_id
+from shadow_backfill.table import TableContext
 from shadow_backfill.vocabulary import CheckStatus, PartitionStatus
 
 
@@ -58,11 +58,7 @@ _UNREAD: Any = object()
 class Promoter:
     """Plans a promotion (what passes, what is refused and why) and commits it under the locks."""
 
-    config: BackfillConfig
-    spark: SparkSession
-    store: StateStore
-    fmt: TableFormat
-    scheme: PartitionScheme
+    table: TableContext
     code_fingerprint: str | None = None
     _histories: dict[str, list[Commit]] | None = field(default=None, init=False, repr=False)
     # Called between the plan and the commit (tests inject another writer's commit here).
@@ -71,9 +67,9 @@ class Promoter:
     def _history(self, table: str) -> list[Commit]:
         """A table's commits, read once per promotion (each read is a Spark job)."""
         if self._histories is None:
-            return self.fmt.history(table)
+            return self.table.fmt.history(table)
         if table not in self._histories:
-            self._histories[table] = self.fmt.history(table)
+            self._histories[table] = self.table.fmt.history(table)
         return self._histories[table]
 
     def plan(
@@ -81,22 +77,22 @@ class Promoter:
     ) -> PromotionPlan:
         """What a promotion would do now. `live_version`: the live version read before the
         history was (the version the commit will be bound to)."""
-        cfg = self.config
+        cfg = self.table.config
         if live_version is _UNREAD:
             live_version = self._live_version()
-        self.fmt.check_distinct(cfg.live_table, cfg.shadow)
-        verdicts = self.store.verdicts(cfg.shadow)
-        records = self.store.records(cfg.shadow)
+        self.table.fmt.check_distinct(cfg.live_table, cfg.shadow)
+        verdicts = self.table.store.verdicts(cfg.shadow)
+        records = self.table.store.records(cfg.shadow)
         if partitions is None:
-            keys = self.scheme.sort(verdicts)
+            keys = self.table.scheme.sort(verdicts)
             if not keys:
                 raise UsageError(f"nothing to promote: no partition of {cfg.shadow} has been validated")
         else:
-            keys = [self.scheme.normalize(p) for p in partitions]
+            keys = [self.table.scheme.normalize(p) for p in partitions]
             unknown = [k for k in keys if k not in verdicts and k not in records]
             if unknown:
                 raise UsageError(f"unknown partition(s) {unknown[:5]}: never recomputed into {cfg.shadow}")
-        if not self.fmt.exists(cfg.shadow):
+        if not self.table.fmt.exists(cfg.shadow):
             raise RefusedError(
                 f"shadow table {cfg.shadow!r} does not exist (dropped after validation?): run and validate again"
             )
@@ -131,13 +127,15 @@ class Promoter:
         )
 
     def _live_version(self) -> int | None:
-        if not self.fmt.exists(self.config.live_table):
-            raise TableNotFoundError(f"live table {self.config.live_table!r} does not exist ({self.config.format})")
-        return self._current_version(self.config.live_table)
+        if not self.table.fmt.exists(self.table.config.live_table):
+            raise TableNotFoundError(
+                f"live table {self.table.config.live_table!r} does not exist ({self.table.config.format})"
+            )
+        return self._current_version(self.table.config.live_table)
 
     def _current_version(self, table: str) -> int | None:
-        self.fmt.refresh(table)  # a catalog's cached table would not show another process's commit
-        return self.fmt.current_version(table)
+        self.table.fmt.refresh(table)  # a catalog's cached table would not show another process's commit
+        return self.table.fmt.current_version(table)
 
     def _refuse_changed(
         self,
@@ -148,7 +146,7 @@ class Promoter:
     ) -> None:
         """Refuse partitions that a later commit touched, in shadow or in live, since validation:
         a shadow rewritten by a run (`run --force` racing the promotion) is named as such."""
-        cfg = self.config
+        cfg = self.table.config
         for table, attr, side in ((cfg.shadow, "shadow_version", "shadow"), (cfg.live_table, "live_version", "live")):
             by_version: dict[int | None, list[str]] = {}
             for k in keys:
@@ -158,7 +156,7 @@ class Promoter:
                 # a Spark job (0.2 s), is not read.
                 continue
             for since, ks in by_version.items():
-                for commit, hit in self.fmt.commits_touching(table, since, ks, self._history(table)):
+                for commit, hit in self.table.fmt.commits_touching(table, since, ks, self._history(table)):
                     for k in hit:
                         if side == "shadow" and PARTITIONS_PROPERTY in commit.properties and k in records:
                             rec = records[k] if _rewriter_known(records[k], verdicts[k]) else None
@@ -171,9 +169,9 @@ class Promoter:
         put it there): their newest promotion, not undone, came from this shadow table, and no
         commit has touched them since, in live or in the shadow. A nightly job that re-runs the
         same window finds them so and commits nothing: a rerun changes nothing."""
-        cfg = self.config
+        cfg = self.table.config
         newest: dict[str, PromotionRecord] = {}
-        for rec in self.store.promotions(cfg.live_table):  # oldest first
+        for rec in self.table.store.promotions(cfg.live_table):  # oldest first
             for k in rec.partitions:
                 if rec.kind == PROMOTE:
                     newest[k] = rec
@@ -190,10 +188,10 @@ class Promoter:
         }
         if not found:
             return {}
-        histories = {table: self.fmt.history(table) for table in (cfg.live_table, cfg.shadow)}
+        histories = {table: self.table.fmt.history(table) for table in (cfg.live_table, cfg.shadow)}
         for k, rec in list(found.items()):
             since = {cfg.live_table: rec.live_version_after, cfg.shadow: rec.shadow_versions[k]}
-            if any(self.fmt.commits_touching(t, since[t], [k], histories[t]) for t in since):
+            if any(self.table.fmt.commits_touching(t, since[t], [k], histories[t]) for t in since):
                 del found[k]
         return {k: rec.id for k, rec in found.items()}
 
@@ -210,11 +208,11 @@ class Promoter:
         `promotion_id`: the id its commit will carry, when the caller records it first (a canary)."""
         promotion_id = promotion_id or new_id(PROMOTE)
         candidates = (
-            [self.scheme.normalize(p) for p in partitions]
+            [self.table.scheme.normalize(p) for p in partitions]
             if partitions is not None
-            else self.scheme.sort(self.store.verdicts(self.config.shadow))
+            else self.table.scheme.sort(self.table.store.verdicts(self.table.config.shadow))
         )
-        with live_partition_locks(self.store, self.config.live_table, candidates, promotion_id):
+        with live_partition_locks(self.table.store, self.table.config.live_table, candidates, promotion_id):
             self._histories = {}
             try:
                 return self._promote_locked(promotion_id, partitions, allow_warn=allow_warn, strict=strict)
@@ -234,14 +232,14 @@ class Promoter:
                 # refused our commit: plan again, refusing exactly what the other writer touched.
                 continue
             except Exception as exc:
-                if not self.fmt.is_read_conflict(exc):
+                if not self.table.fmt.is_read_conflict(exc):
                     raise
                 # A recompute committed to the shadow while we read it (its history while
                 # planning, or the validated version while the write planned its read): nothing
                 # was written; plan again with that commit in view.
                 continue
         raise RefusedError(
-            f"{self.config.live_table} kept changing while promoting ({MAX_REPLANS} attempts); nothing was written"
+            f"{self.table.live_table} kept changing while promoting ({MAX_REPLANS} attempts); nothing was written"
         )
 
     def _plan_and_commit(
@@ -253,7 +251,9 @@ class Promoter:
         self._histories = {}
         # Planned under the locks: a promotion that finished just before us is seen as a live
         # change after validation, so nothing is applied twice.
-        reconcile(self.fmt, self.store, self.config.live_table, self._history(self.config.live_table))
+        reconcile(
+            self.table.fmt, self.table.store, self.table.config.live_table, self._history(self.table.config.live_table)
+        )
         plan = self.plan(partitions, allow_warn=allow_warn, live_version=live_version)
         if strict and plan.refused:
             detail = "; ".join(f"{k}: {r}" for k, r in list(plan.refused.items())[:5])
@@ -267,7 +267,7 @@ class Promoter:
         # a recompute of the same partitions (`run --force`) committing meanwhile would
         # otherwise move the validated files away under the job (folder tables), and live
         # would get data the gate never saw, or the job would fail on missing files.
-        with self.fmt.pinned(self.config.shadow):
+        with self.table.fmt.pinned(self.table.config.shadow):
             return self._commit_pinned(promotion_id, plan)
 
     def _evolve_live(self, shadow: StructType, live: StructType) -> StructType:
@@ -275,7 +275,7 @@ class Promoter:
         widenings applied (where the format widens in place) and declared added columns added
         (nullable); a column declared removed stays in live, null in the promoted rows. Any
         other difference refuses the promotion, before anything is written."""
-        cfg = self.config
+        cfg = self.table.config
         problems = _undeclared(shadow, live, cfg.validation.expected_schema_changes)
         if not problems.same:
             raise RefusedError(
@@ -285,9 +285,10 @@ class Promoter:
             )
         diff = diff_schemas(shadow, live)
         widened = {c: shadow[c].dataType for c, _, _ in diff.retyped}
-        if widened and not self.fmt.widens_types:
+        if widened and not self.table.fmt.widens_types:
             raise RefusedError(
-                f"cannot promote into {cfg.live_table}: {self.fmt.name} tables cannot widen a column's type in place "
+                f"cannot promote into {cfg.live_table}: {self.table.fmt.name} tables cannot widen a column's type "
+                "in place "
                 f"({', '.join(f'{c} {a} -> {b}' for c, a, b in diff.retyped)}); nothing was promoted "
                 "(widen live's column yourself, then promote again)"
             )
@@ -296,20 +297,24 @@ class Promoter:
 
         def taken() -> list[str]:
             """The columns live does not have as shadow does (yet)."""
-            self.fmt.refresh(cfg.live_table)
-            types = {f.name: f.dataType for f in self.fmt.schema(cfg.live_table).fields}
+            self.table.fmt.refresh(cfg.live_table)
+            types = {f.name: f.dataType for f in self.table.fmt.schema(cfg.live_table).fields}
             return [c for c in wanted if types.get(c) != shadow[c].dataType]
 
         if widened:
-            self._alter_live(f"widen {sorted(widened)}", lambda: self.fmt.widen_columns(cfg.live_table, widened), taken)
+            self._alter_live(
+                f"widen {sorted(widened)}", lambda: self.table.fmt.widen_columns(cfg.live_table, widened), taken
+            )
         if new:
-            self._alter_live(f"add columns {diff.extra}", lambda: self.fmt.add_columns(cfg.live_table, new), taken)
+            self._alter_live(
+                f"add columns {diff.extra}", lambda: self.table.fmt.add_columns(cfg.live_table, new), taken
+            )
         if not wanted:
             return live
         if missing := taken():
             # an engine that ignored the change would drop or cast the new values in the write
             raise RefusedError(f"live table {cfg.live_table} did not take the columns {missing}; nothing was promoted")
-        return self.fmt.schema(cfg.live_table)
+        return self.table.fmt.schema(cfg.live_table)
 
     def _alter_live(self, what: str, alter: Callable[[], None], left: Callable[[], list[str]]) -> None:
         """One change of live's schema, as one line naming it if the engine refuses it; a refusal
@@ -322,15 +327,15 @@ class Promoter:
                 return
             detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise RefusedError(
-                f"cannot {what} in {self.config.live_table}: {detail}; nothing was promoted "
+                f"cannot {what} in {self.table.config.live_table}: {detail}; nothing was promoted "
                 "(change live's schema with ALTER TABLE on Spark, then promote again)"
             ) from None
 
     def _commit_pinned(self, promotion_id: str, plan: PromotionPlan) -> PromotionRecord:
-        cfg = self.config
-        live_schema = self.fmt.schema(cfg.live_table)
+        cfg = self.table.config
+        live_schema = self.table.fmt.schema(cfg.live_table)
         frames = [
-            self.fmt.read_partitions(cfg.shadow, ks, version)
+            self.table.fmt.read_partitions(cfg.shadow, ks, version)
             for version, ks in _group_by_value(plan.shadow_versions).items()
         ]
         shadow = reduce(DataFrame.unionByName, frames)
@@ -351,7 +356,7 @@ class Promoter:
         if self.before_commit is not None:
             self.before_commit(plan)
         testpoints.reached(testpoints.PROMOTE_BEFORE_COMMIT)
-        rec, lost = write_and_record(self.fmt, self.store, rec, conform(shadow, live_schema))
+        rec, lost = write_and_record(self.table.fmt, self.table.store, rec, conform(shadow, live_schema))
         for k, commit in lost.items():
             plan.refused[k] = _changed_reason("live", commit)
             plan.shadow_versions.pop(k, None)

@@ -18,18 +18,15 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
 from shadow_backfill import testpoints
 from shadow_backfill.chunking import choose_chunk_size
-from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import ConfigError, RefusedError, TableNotFoundError, TransformError, first_line
-from shadow_backfill.formats.base import TableFormat
 from shadow_backfill.ledger import CODE_FINGERPRINT, KIND
-from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.preflight import check_live_table
-from shadow_backfill.state import StateStore, describe_owner, lock_owner
+from shadow_backfill.state import describe_owner, lock_owner
+from shadow_backfill.table import TableContext
 from shadow_backfill.timebox import TimeBox
 from shadow_backfill.transform import Transform, align_to_schema, count_rows_by_partition
 from shadow_backfill.vocabulary import PartitionStatus, RunStatus
@@ -117,22 +114,10 @@ def chunked(keys: Sequence[str], size: int) -> list[list[str]]:
 class Recompute:
     """One recompute run over a set of partitions."""
 
-    def __init__(
-        self,
-        config: BackfillConfig,
-        spark: SparkSession,
-        store: StateStore,
-        fmt: TableFormat,
-        transform: Transform,
-        scheme: PartitionScheme,
-    ) -> None:
-        self.config = config
-        self.spark = spark
-        self.store = store
-        self.fmt = fmt
+    def __init__(self, table: TableContext, transform: Transform) -> None:
+        self.table = table
         self.transform = transform
-        self.scheme = scheme
-        self.shadow = config.shadow
+        self.shadow = table.shadow_table
         self._lock = threading.Lock()
         self._create_lock = threading.Lock()
         self._shadow_ready = False
@@ -142,11 +127,14 @@ class Recompute:
     def plan(self, options: RunOptions) -> tuple[list[str], list[str]]:
         """(requested, to_do): refuses a code change, or a live table whose partition column
         cannot hold the configured partitions, before anything runs."""
-        requested = self.scheme.select(
-            start=options.start, end=options.end, partitions=options.partitions, default=self.config.partition.values
+        requested = self.table.scheme.select(
+            start=options.start,
+            end=options.end,
+            partitions=options.partitions,
+            default=self.table.config.partition.values,
         )
         self._check_live()
-        records = self.store.records(self.shadow)
+        records = self.table.store.records(self.shadow)
         fp = self.transform.fingerprint
         other = sorted(
             k
@@ -171,13 +159,18 @@ class Recompute:
         return requested, to_do
 
     def _check_live(self) -> None:
-        check_live_table(self.config, self.fmt, self.scheme, self.store.carried_columns(self.config.live_table))
+        check_live_table(
+            self.table.config,
+            self.table.fmt,
+            self.table.scheme,
+            self.table.store.carried_columns(self.table.config.live_table),
+        )
 
     def run(self, options: RunOptions, on_progress: ProgressCallback | None = None) -> RunResult:
-        cfg = self.config
-        if not self.fmt.exists(cfg.live_table):
+        cfg = self.table.config
+        if not self.table.fmt.exists(cfg.live_table):
             raise TableNotFoundError(f"live table {cfg.live_table!r} does not exist ({cfg.format})")
-        self.fmt.check_distinct(cfg.live_table, self.shadow)
+        self.table.fmt.check_distinct(cfg.live_table, self.shadow)
         requested, to_do = self.plan(options)
         self._timebox = options.timebox
         max_parallel = options.max_parallel or cfg.run.max_parallel
@@ -190,19 +183,21 @@ class Recompute:
             code_fingerprint=self.transform.fingerprint,
         )
         if not to_do:
-            result.shadow_version = self.fmt.current_version(self.shadow) if self.fmt.exists(self.shadow) else None
+            result.shadow_version = (
+                self.table.fmt.current_version(self.shadow) if self.table.fmt.exists(self.shadow) else None
+            )
             return result
 
         owner = lock_owner(run_id)
         ttl = cfg.run.lease_ttl_s
-        _, others = self.store.acquire([self._lease(k) for k in to_do], owner, ttl)
+        _, others = self.table.store.acquire([self._lease(k) for k in to_do], owner, ttl)
         if others:
             # Another live run is recomputing these right now: leave them to it.
             result.held = {k: others[self._lease(k)] for k in to_do if self._lease(k) in others}
             to_do = [k for k in to_do if k not in result.held]
         if not options.force:
             # A run that finished between our plan and our leases has written some already.
-            fresh = self.store.records(self.shadow, to_do)
+            fresh = self.table.store.records(self.shadow, to_do)
             done = {
                 k
                 for k, r in fresh.items()
@@ -213,7 +208,7 @@ class Recompute:
         try:
             return self._run_leased(options, result, to_do, max_parallel, retries, on_progress, owner, ttl)
         finally:
-            self.store.release(owner)
+            self.table.store.release(owner)
 
     def _lease(self, key: str) -> str:
         return f"recompute:{self.shadow}:{key}"
@@ -240,9 +235,9 @@ class Recompute:
         except TransformError as exc:
             # The transform broke before any write: record it against the chunk it was called for.
             self._start(run_id, args, result.chunks[0])
-            self.store.mark_running(self.shadow, result.chunks[0], run_id, self.transform.fingerprint)
-            self.store.mark_failed(self.shadow, result.chunks[0], first_line(exc), run_id)
-            self.store.finish_run(run_id, RunStatus.FAILED)
+            self.table.store.mark_running(self.shadow, result.chunks[0], run_id, self.transform.fingerprint)
+            self.table.store.mark_failed(self.shadow, result.chunks[0], first_line(exc), run_id)
+            self.table.store.finish_run(run_id, RunStatus.FAILED)
             raise
         self._start(run_id, args, to_do)
         status = RunStatus.FAILED
@@ -269,13 +264,15 @@ class Recompute:
             status = RunStatus.FAILED if not result.ok else RunStatus.STOPPED if result.stopped else RunStatus.SUCCEEDED
         finally:
             stop.set()
-            self.store.finish_run(run_id, status)
-        result.shadow_version = self.fmt.current_version(self.shadow) if self.fmt.exists(self.shadow) else None
+            self.table.store.finish_run(run_id, status)
+        result.shadow_version = (
+            self.table.fmt.current_version(self.shadow) if self.table.fmt.exists(self.shadow) else None
+        )
         return result
 
     def _start(self, run_id: str, args: dict[str, Any], keys: Sequence[str]) -> None:
-        cfg = self.config
-        self.store.start_run(
+        cfg = self.table.config
+        self.table.store.start_run(
             run_id,
             shadow_table=self.shadow,
             live_table=cfg.live_table,
@@ -283,26 +280,32 @@ class Recompute:
             code_fingerprint=self.transform.fingerprint,
             args=args,
         )
-        self.store.mark_pending(self.shadow, keys, run_id)
+        self.table.store.mark_pending(self.shadow, keys, run_id)
 
     def _heartbeat(self, owner: str, ttl: float, stop: threading.Event) -> None:
         while not stop.wait(ttl / 3):
             # A missed renewal only shortens the lease; the next one may succeed.
             with contextlib.suppress(Exception):
-                self.store.renew(owner, ttl)
+                self.table.store.renew(owner, ttl)
 
     def chunk_size(
         self, options: RunOptions, n: int, max_parallel: int, live_counts: Mapping[str, int] | None = None
     ) -> int:
         """Partitions per Spark job for `n` partitions: the option, else the config, else auto
         (from live's row counts: `live_counts` when the caller has read them already)."""
-        size = options.chunk_size or (self.config.run.chunk_size if self.config.run.chunk_size != "auto" else None)
+        size = options.chunk_size or (
+            self.table.config.run.chunk_size if self.table.config.run.chunk_size != "auto" else None
+        )
         return size if size is not None else self._auto_chunk_size(n, max_parallel, live_counts)
 
     def _auto_chunk_size(self, n: int, max_parallel: int, live_counts: Mapping[str, int] | None) -> int:
         rows_per_partition = None
         try:
-            counts = live_counts if live_counts is not None else self.fmt.partition_row_counts(self.config.live_table)
+            counts = (
+                live_counts
+                if live_counts is not None
+                else self.table.fmt.partition_row_counts(self.table.config.live_table)
+            )
             if counts:
                 rows_per_partition = sum(counts.values()) / len(counts)
         except Exception:
@@ -311,8 +314,8 @@ class Recompute:
             n,
             max_parallel,
             rows_per_partition=rows_per_partition,
-            max_chunk=self.config.run.max_chunk_size,
-            target_rows=self.config.run.target_rows_per_chunk,
+            max_chunk=self.table.config.run.max_chunk_size,
+            target_rows=self.table.config.run.target_rows_per_chunk,
         )
 
     def _shadow_schema(self, first_chunk: Sequence[str]) -> StructType:
@@ -320,10 +323,10 @@ class Recompute:
         (a new version may add or retype columns; validation reports it as a schema diff).
         Analysing the plan runs no Spark job, and nothing is created until a chunk passes its checks.
         """
-        if self.fmt.exists(self.shadow):
-            return self.fmt.schema(self.shadow)
-        schema = self.transform(self.spark, list(first_chunk)).schema
-        part = self.scheme.column
+        if self.table.fmt.exists(self.shadow):
+            return self.table.fmt.schema(self.shadow)
+        schema = self.transform(self.table.spark, list(first_chunk)).schema
+        part = self.table.scheme.column
         if part not in schema.fieldNames():
             raise TransformError(f"transform {self.transform.name} output has no partition column {part!r}")
         return schema
@@ -331,15 +334,15 @@ class Recompute:
     def _create_shadow_once(self, schema: StructType) -> None:
         """Create the shadow partitioned like live, right before the first write that passed its checks."""
         with self._create_lock:
-            if self._shadow_ready or self.fmt.exists(self.shadow):
+            if self._shadow_ready or self.table.fmt.exists(self.shadow):
                 self._shadow_ready = True
                 return
             try:
-                self.fmt.create_like(self.config.live_table, self.shadow, schema)
+                self.table.fmt.create_like(self.table.config.live_table, self.shadow, schema)
             except ConfigError:
                 raise  # misplaced (inside live): refused, never "created by someone else"
             except Exception:
-                if not self.fmt.exists(self.shadow):  # a concurrent run may have created it first
+                if not self.table.fmt.exists(self.shadow):  # a concurrent run may have created it first
                     raise
             self._shadow_ready = True
 
@@ -353,7 +356,7 @@ class Recompute:
                 result.stopped = why
                 result.not_started.extend(keys)
             return STOPPED
-        self.store.mark_running(self.shadow, keys, run_id, fp)
+        self.table.store.mark_running(self.shadow, keys, run_id, fp)
         with self._lock:
             self._in_flight += 1
             result.peak_parallel = max(result.peak_parallel, self._in_flight)
@@ -364,13 +367,13 @@ class Recompute:
                 try:
                     written, version = self._write_chunk(keys, shadow_schema)
                 except KeyboardInterrupt:
-                    self.store.mark_failed(self.shadow, keys, "interrupted", run_id)
+                    self.table.store.mark_failed(self.shadow, keys, "interrupted", run_id)
                     raise
                 except ConfigError as exc:  # a misplaced shadow: no retry, stop the whole run
-                    self.store.mark_failed(self.shadow, keys, first_line(exc), run_id)
+                    self.table.store.mark_failed(self.shadow, keys, first_line(exc), run_id)
                     raise
                 except Exception as exc:
-                    if self.fmt.is_commit_conflict(exc) and conflicts < MAX_COMMIT_CONFLICTS:
+                    if self.table.fmt.is_commit_conflict(exc) and conflicts < MAX_COMMIT_CONFLICTS:
                         # Another chunk committed first: nothing of ours landed, so try again
                         # without spending the user's retry budget.
                         conflicts += 1
@@ -379,16 +382,16 @@ class Recompute:
                     retryable = not isinstance(exc, TransformError) or exc.retryable
                     if retryable and attempt < retries:
                         attempt += 1
-                        time.sleep(self.config.run.retry_backoff_s * (2 ** (attempt - 1)))
+                        time.sleep(self.table.config.run.retry_backoff_s * (2 ** (attempt - 1)))
                         continue
                     message = first_line(exc)
-                    self.store.mark_failed(self.shadow, keys, message, run_id)
+                    self.table.store.mark_failed(self.shadow, keys, message, run_id)
                     with self._lock:
                         for k in keys:
                             result.failed[k] = message
                     return PartitionStatus.FAILED
                 testpoints.reached(testpoints.RECOMPUTE_AFTER_COMMIT)
-                self.store.mark_written(self.shadow, written, version, run_id, fp, time.monotonic() - started)
+                self.table.store.mark_written(self.shadow, written, version, run_id, fp, time.monotonic() - started)
                 with self._lock:
                     result.written.update(written)
                 return PartitionStatus.WRITTEN
@@ -398,10 +401,10 @@ class Recompute:
 
     def _write_chunk(self, keys: list[str], shadow_schema: StructType) -> tuple[dict[str, int], int]:
         what = f"transform {self.transform.name}"
-        df = align_to_schema(self.transform(self.spark, keys), shadow_schema, what)
-        counts = count_rows_by_partition(df, self.scheme, keys, what)
+        df = align_to_schema(self.transform(self.table.spark, keys), shadow_schema, what)
+        counts = count_rows_by_partition(df, self.table.scheme, keys, what)
         self._create_shadow_once(shadow_schema)
-        version = self.fmt.overwrite_partitions(
+        version = self.table.fmt.overwrite_partitions(
             self.shadow,
             df,
             keys,

@@ -87,14 +87,14 @@ def _window_dict(window: Window | None) -> dict[str, Any] | None:
 def plan_run(recompute: Recompute, options: RunOptions, window: Window | None = None) -> RunPlan:
     """The plan `recompute.run(options)` would follow, from the state store and metadata only."""
     requested, to_do = recompute.plan(options)
-    max_parallel = options.max_parallel or recompute.config.run.max_parallel
-    live_rows = recompute.fmt.partition_row_counts(recompute.config.live_table)
+    max_parallel = options.max_parallel or recompute.table.config.run.max_parallel
+    live_rows = recompute.table.fmt.partition_row_counts(recompute.table.config.live_table)
     size = recompute.chunk_size(options, len(to_do), max_parallel, live_rows)
     chunks = [to_do[i : i + size] for i in range(0, len(to_do), size)]
     chunk_of = {k: i for i, chunk in enumerate(chunks) for k in chunk}
     shadow = recompute.shadow
-    shadow_rows = recompute.fmt.partition_row_counts(shadow) if recompute.fmt.exists(shadow) else {}
-    records = recompute.store.records(shadow, requested)
+    shadow_rows = recompute.table.fmt.partition_row_counts(shadow) if recompute.table.fmt.exists(shadow) else {}
+    records = recompute.table.store.records(shadow, requested)
     fingerprint = recompute.transform.fingerprint
     planned = [
         PlannedPartition(
@@ -107,7 +107,7 @@ def plan_run(recompute: Recompute, options: RunOptions, window: Window | None = 
         )
         for k in requested
     ]
-    return RunPlan(recompute.config.live_table, shadow, max_parallel, size, planned, chunks, window)
+    return RunPlan(recompute.table.config.live_table, shadow, max_parallel, size, planned, chunks, window)
 
 
 def joined_plans(parts: Sequence[RunPlan], max_parallel: int, window: Window | None = None) -> RunPlan:

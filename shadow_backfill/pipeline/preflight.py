@@ -11,14 +11,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from shadow_backfill.errors import UsageError
 from shadow_backfill.preflight import check_before_engine, check_before_writing, check_report_folder
 
 if TYPE_CHECKING:
-    from shadow_backfill.pipeline.runner import Pipeline
     from shadow_backfill.pipeline.spec import PipelineFile
+    from shadow_backfill.preflight import CommandTarget
+
+
+class PipelineTarget(Protocol):
+    """What a pipeline command's checks read of the pipeline that runs it (`runner.Pipeline`):
+    named here so the checks do not import the runner that calls them."""
+
+    file: PipelineFile
+
+    @property
+    def order(self) -> list[str]: ...
+    @property
+    def layers(self) -> Mapping[str, CommandTarget]: ...
+    def open_session(self) -> None: ...
+
 
 # Per command: (it needs partitions, it recomputes). Others (rollback) take no partitions.
 COMMANDS = {"run": (True, True), "backfill": (True, True), "validate": (False, False), "promote": (False, False)}
@@ -44,7 +58,7 @@ def check_layers(
         check_report_folder(report_dir, file.order)
 
 
-def check_command(p: Pipeline, command: str, arguments: Mapping[str, Any]) -> None:
+def check_command(p: PipelineTarget, command: str, arguments: Mapping[str, Any]) -> None:
     """The checks of `command` called with `arguments` (by name), before its lease: for a
     command that recomputes, each layer's live table and transform through the engine too."""
     if command == "rollback":
@@ -64,7 +78,7 @@ def check_command(p: Pipeline, command: str, arguments: Mapping[str, Any]) -> No
         check_before_writing(p.layers[key], start, end, partitions, required=required)
 
 
-def check_rollback_target(p: Pipeline, promotion_id: str) -> None:
+def check_rollback_target(p: PipelineTarget, promotion_id: str) -> None:
     """An id that names no promotion of this pipeline is a usage error told from the store read
     as it is: the lease, and a cut-off set promotion the command would finish under it, come
     after (a typo must not change live and then exit 2)."""

@@ -66,8 +66,10 @@ class Pipeline:
     """Everything the tool does for one pipeline file. Spark opens on first use, from the first
     layer's config (every layer's Spark settings are the same: `load_pipeline` checks)."""
 
-    def __init__(self, file: PipelineFile, spark: SparkSession | None = None) -> None:
+    def __init__(self, file: PipelineFile, spark: SparkSession | None = None, *, read_only: bool = False) -> None:
+        """`read_only`: a dry run's pipeline, every layer read-only (`Backfill.read_only`)."""
         self.file = file
+        self.read_only = read_only
         self._spark = spark
         # The partitions of the command at hand: what a layer's `inputs` hold of its upstreams.
         self._window: list[str] = []
@@ -92,7 +94,10 @@ class Pipeline:
     @cached_property
     def layers(self) -> dict[str, Backfill]:
         """Each layer's Backfill; none opens Spark until a command needs it (`_open`)."""
-        return {key: Backfill(self.file.configs[key], self._spark, self._inputs_for(key)) for key in self.order}
+        return {
+            key: Backfill(self.file.configs[key], self._spark, self._inputs_for(key), read_only=self.read_only)
+            for key in self.order
+        }
 
     @contextmanager
     def _exclusive(self) -> Iterator[None]:
@@ -133,10 +138,9 @@ class Pipeline:
         return self.layers[self.order[0]].store
 
     def for_dry_run(self) -> Pipeline:
-        """Every layer as a dry run uses it (`Backfill.for_dry_run`): no state store created."""
-        for bf in self.layers.values():
-            bf.for_dry_run()
-        return self
+        """A read-only twin for a dry-run command (`Backfill.for_dry_run`): no state store
+        created; this pipeline is unchanged."""
+        return Pipeline(self.file, self._spark, read_only=True)
 
     @property
     def scheme(self) -> PartitionScheme:
@@ -312,6 +316,10 @@ class Pipeline:
         metadata only: no lease, no shadow, no store created. Each layer is planned from its own
         records: a partition written before its upstream was rewritten shows as skipped here,
         and the run redoes it."""
+        if not self.read_only:  # planned by a read-only twin: this pipeline's layers write
+            return self.for_dry_run().dry_run(
+                start, end, partitions, max_parallel=max_parallel, force=force, window=window
+            )
         self._open()
         keys = self._keys(start, end, partitions, required=True)
         cap = self._cap(max_parallel)

@@ -12,14 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import SparkSession
-
-from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import ConfigError, TableNotFoundError, UsageError
-from shadow_backfill.formats.base import TableFormat
-from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.schema import check_declared_changes
-from shadow_backfill.state import StateStore, VerdictRecord
+from shadow_backfill.state import VerdictRecord
+from shadow_backfill.table import TableContext
 from shadow_backfill.validate.downstream import LoadedQuery, judge_query, load_queries
 from shadow_backfill.validate.expectations import (
     evaluate_fast,
@@ -62,40 +58,36 @@ class ValidationResult:
 class Validator:
     """Judges shadow partitions against their suites and live, and stores the verdicts."""
 
-    config: BackfillConfig
-    spark: SparkSession
-    store: StateStore
-    fmt: TableFormat
-    scheme: PartitionScheme
+    table: TableContext
 
     def select(
         self, start: str | None = None, end: str | None = None, partitions: list[str] | None = None
     ) -> list[str]:
         """Requested partitions, or every partition the state store knows for the shadow."""
         if start or end or partitions is not None:
-            return self.scheme.select(start=start, end=end, partitions=partitions)
-        known = self.store.records(self.config.shadow)
+            return self.table.scheme.select(start=start, end=end, partitions=partitions)
+        known = self.table.store.records(self.table.config.shadow)
         if not known:
-            raise UsageError(f"nothing to validate: no partition of {self.config.shadow} has been recomputed")
-        return self.scheme.sort(known)
+            raise UsageError(f"nothing to validate: no partition of {self.table.config.shadow} has been recomputed")
+        return self.table.scheme.sort(known)
 
     def run(self, keys: Sequence[str], suites: list[Suite] | None = None) -> ValidationResult:
-        cfg = self.config
+        cfg = self.table.config
         started = time.monotonic()
         suites = load_suites(cfg) if suites is None else suites
         queries = load_queries(cfg)
         for table in (cfg.live_table, cfg.shadow):
-            if not self.fmt.exists(table):
+            if not self.table.fmt.exists(table):
                 raise TableNotFoundError(f"table {table!r} does not exist ({cfg.format})")
-        shadow_version = self.fmt.current_version(cfg.shadow)
-        live_version = self.fmt.current_version(cfg.live_table)
-        shadow_all = self.fmt.read(cfg.shadow, shadow_version)
+        shadow_version = self.table.fmt.current_version(cfg.shadow)
+        live_version = self.table.fmt.current_version(cfg.live_table)
+        shadow_all = self.table.fmt.read(cfg.shadow, shadow_version)
         check_columns(suites, shadow_all.schema.fieldNames())
-        live_schema = self.fmt.read(cfg.live_table, live_version).schema
-        check_declared_changes(cfg, live_schema, self.store.carried_columns(cfg.live_table))
+        live_schema = self.table.fmt.read(cfg.live_table, live_version).schema
+        check_declared_changes(cfg, live_schema, self.table.store.carried_columns(cfg.live_table))
         self._check_keys({cfg.shadow: shadow_all.schema.fieldNames(), cfg.live_table: live_schema.fieldNames()})
 
-        records = self.store.records(cfg.shadow, keys)
+        records = self.table.store.records(cfg.shadow, keys)
         written = [k for k in keys if k in records and records[k].status == PartitionStatus.WRITTEN]
         result = ValidationResult(uuid.uuid4().hex[:12], shadow_version, live_version)
         for k in keys:
@@ -119,17 +111,17 @@ class Validator:
                 )
 
         if written:
-            shadow = self.fmt.read_partitions(cfg.shadow, written, shadow_version)
-            live = self.fmt.read_partitions(cfg.live_table, written, live_version)
+            shadow = self.table.fmt.read_partitions(cfg.shadow, written, shadow_version)
+            live = self.table.fmt.read_partitions(cfg.live_table, written, live_version)
             every = self._decile_every(written, [records[k].rows or 0 for k in written])
             result.verdicts += self._judge(written, shadow, live, suites, every)
             if queries:
                 self._downstream(queries, result.verdicts, shadow, live)
-        order = {k: i for i, k in enumerate(self.scheme.sort(keys))}
+        order = {k: i for i, k in enumerate(self.table.scheme.sort(keys))}
         result.verdicts.sort(key=lambda v: order[v.partition])
         result.seconds = time.monotonic() - started
 
-        self.store.save_verdicts(
+        self.table.store.save_verdicts(
             cfg.shadow,
             [
                 VerdictRecord(
@@ -151,9 +143,9 @@ class Validator:
         """The consumers' queries on each written partition, on the versions judged: each adds
         one check per query to the partition's verdict."""
         judged = {v.partition: v for v in verdicts if v.metrics.shadow_rows}
-        values = {k: self.scheme.value(k) for k in judged}
-        runs = measure_queries(self.spark, queries, shadow, live, values, self._one_partition)
-        spec = self.config.validation
+        values = {k: self.table.scheme.value(k) for k in judged}
+        runs = measure_queries(self.table.spark, queries, shadow, live, values, self._one_partition)
+        spec = self.table.config.validation
         for key, results in runs.items():
             v = judged[key]
             has_live = bool(v.metrics.live_rows)
@@ -161,15 +153,15 @@ class Validator:
             v.verdict = worst(c.status for c in v.checks)
 
     def _one_partition(self, table: Any, key: str) -> Any:
-        return table.filter(self.scheme.predicate([key]))
+        return table.filter(self.table.scheme.predicate([key]))
 
     def _check_keys(self, columns_by_table: dict[str, list[str]]) -> None:
         """A key column missing from either table would only surface as an analysis error deep
         inside the facts job; refuse it here, from the schemas alone, before any job runs."""
-        case_sensitive = str(self.spark.conf.get("spark.sql.caseSensitive", "false")).lower() == "true"
+        case_sensitive = str(self.table.spark.conf.get("spark.sql.caseSensitive", "false")).lower() == "true"
         for table, columns in columns_by_table.items():
             have = set(columns) if case_sensitive else {c.lower() for c in columns}
-            for key in self.config.keys:
+            for key in self.table.config.keys:
                 if (key if case_sensitive else key.lower()) not in have:
                     raise ConfigError(
                         f"keys: column {key!r} does not exist in table {table!r} (columns: {sorted(columns)})"
@@ -181,10 +173,10 @@ class Validator:
         rule sampling out for free where a partition is small, so only large validations read
         that metadata (a Spark job on some formats). Without keys a row has no identity to be
         chosen by (identical rows would be taken or left together): every row."""
-        if not self.config.keys or decile_every(shadow_rows) == 1:
+        if not self.table.config.keys or decile_every(shadow_rows) == 1:
             return 1
         try:
-            counts = self.fmt.partition_row_counts(self.config.live_table)
+            counts = self.table.fmt.partition_row_counts(self.table.config.live_table)
         except Exception:  # metadata a format cannot read: the deciles of every row
             return 1
         return decile_every(counts.get(k, 0) for k in keys)
@@ -192,7 +184,7 @@ class Validator:
     def _check_contract(self, compared: list[str]) -> None:
         """An expected change must name a column both tables have with the same type; a typo
         would otherwise hold the intended column to equality and fail every partition."""
-        unknown = [c for c in self.config.validation.contract if c not in compared]
+        unknown = [c for c in self.table.config.validation.contract if c not in compared]
         if unknown:
             raise ConfigError(
                 f"validation.expected_changes: {unknown} is not a column of both tables with the same type "
@@ -210,27 +202,27 @@ class Validator:
         measurer = FastMeasurer(
             shadow,
             live,
-            partition=self.scheme.column,
-            partition_value=self.scheme.key_value(),
-            keys=self.config.keys,
-            max_categories=self.config.validation.max_categories,
+            partition=self.table.scheme.column,
+            partition_value=self.table.scheme.key_value(),
+            keys=self.table.config.keys,
+            max_categories=self.table.config.validation.max_categories,
             extra_aggs=extra,
             unique_columns=[e.kwargs["column"] for e in unique],
-            tolerance=self.config.validation.tolerance,
-            sample_rows=self.config.validation.sample_rows,
-            expected=list(self.config.validation.contract),
+            tolerance=self.table.config.validation.tolerance,
+            sample_rows=self.table.config.validation.sample_rows,
+            expected=list(self.table.config.validation.contract),
             decile_every=decile_every,
-            declared_added=self.config.validation.expected_schema_changes.added,
+            declared_added=self.table.config.validation.expected_schema_changes.added,
         )
         self._check_contract(measurer.plan.compared)
-        text_of = {k: self.scheme.column_text(k) for k in keys}
+        text_of = {k: self.table.scheme.column_text(k) for k in keys}
         texts = list(text_of.values())
         profiles = measurer.run(texts)
         done = {c.expectation.id for c in compiled} | {e.id for e in unique}
         others = [e for e in expectations if e.id not in done]
-        other_outcomes = evaluate_fast(shadow, self.scheme.key_column(), others, texts)
+        other_outcomes = evaluate_fast(shadow, self.table.scheme.key_column(), others, texts)
 
-        judge = Judge(self.config.validation, measurer.plan)
+        judge = Judge(self.table.config.validation, measurer.plan)
         out = []
         for k in keys:
             prof = profiles[text_of[k]]
