@@ -13,7 +13,8 @@ from shadow_backfill.errors import ConfigError, RefusedError, ShadowBackfillErro
 if TYPE_CHECKING:
     from shadow_backfill.api import Backfill
     from shadow_backfill.pipeline.runner import Pipeline
-    from shadow_backfill.recompute import RunOptions, RunResult
+    from shadow_backfill.recompute import RunOptions
+    from shadow_backfill.results import RunResult
 
 # What needs PySpark is imported on first use, so that `import shadow_backfill` (the config,
 # the state store, the reports) works without it: the unit tier runs in a process that never
@@ -22,7 +23,7 @@ _LAZY = {
     "Backfill": "shadow_backfill.api",
     "Pipeline": "shadow_backfill.pipeline.runner",
     "RunOptions": "shadow_backfill.recompute",
-    "RunResult": "shadow_backfill.recompute",
+    "RunResult": "shadow_backfill.results",
 }
 
 

@@ -13,7 +13,6 @@ import time
 import warnings
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -38,8 +37,9 @@ from shadow_backfill.preflight import (
     run_checks,
 )
 from shadow_backfill.promote import Promoter, PromotionPlan
-from shadow_backfill.recompute import ProgressCallback, Recompute, RunOptions, RunResult
+from shadow_backfill.recompute import ProgressCallback, Recompute, RunOptions
 from shadow_backfill.report import ReportData, write_reports
+from shadow_backfill.results import BackfillResult, RunResult, ValidationResult
 from shadow_backfill.rollback import Rollback
 from shadow_backfill.run_plan import RunPlan, plan_run
 from shadow_backfill.session import ensure_warehouse, open_session
@@ -49,47 +49,9 @@ from shadow_backfill.state.urls import shown_url
 from shadow_backfill.table import TableContext, open_table
 from shadow_backfill.timebox import TimeBox
 from shadow_backfill.transform import Inputs, Transform, load_transform
-from shadow_backfill.validate.validator import ValidationResult, Validator
-from shadow_backfill.vocabulary import CheckStatus
+from shadow_backfill.validate.validator import Validator
 from shadow_backfill.windows import Window, complete_before, current_time, last_periods, parse_duration, time_zone
-
-
-@dataclass
-class BackfillResult:
-    """What the main job did, step by step: the CLI renders it, a script can inspect it."""
-
-    run: RunResult
-    validation: ValidationResult
-    promotion_plan: PromotionPlan | None
-    promotion: PromotionRecord | None
-    reports: dict[str, Path]
-    promote_requested: bool
-    already_live: dict[str, str] = field(default_factory=dict)
-    """Passing partitions live already holds from this shadow (partition -> promotion id): not
-    promoted again."""
-    canary: CanaryResult | None = None
-    """With `promote.canary`: the canary's steps (then `promotion` is the last step made)."""
-
-    @property
-    def ok(self) -> bool:
-        """Everything requested was recomputed and every partition passed the gate."""
-        return self.run.complete and self.validation.ok
-
-    @property
-    def held(self) -> list[str]:
-        """Partitions that wait for a human: validated `warn`, so not promoted (the CLI exits 3)."""
-        promoted = set(self.promotion.partitions) if self.promotion else set()
-        if self.canary is not None and self.canary.canary is not None and self.canary.rolled_back is None:
-            promoted |= set(self.canary.canary.partitions)
-        promoted |= set(self.already_live)
-        warned = [v.partition for v in self.validation.verdicts if v.verdict == CheckStatus.WARN]
-        return [k for k in warned if k not in promoted]
-
-    @property
-    def refused(self) -> dict[str, str]:
-        """Passing partitions the promotion did not take (live changed under its commit): a
-        promotion asked for and not made in full is not a success."""
-        return dict(self.promotion_plan.refused) if self.promotion_plan is not None else {}
+from shadow_backfill.workflow import PromotionPolicy, stop_of, to_judge
 
 
 class Backfill:
@@ -409,7 +371,7 @@ class Backfill:
         return keys
 
     def _allow_warn(self, allow_warn: bool | None) -> bool:
-        return self.config.promote.allow_warn if allow_warn is None else allow_warn
+        return PromotionPolicy.of([self.config], allow_warn=allow_warn).allow_warn
 
     @writes_table("rollback", rollback_checks)
     def rollback(
@@ -448,36 +410,42 @@ class Backfill:
         then only over the partitions it finished. A canary a kill left unchecked is finished
         first, and a failed one stops the job (`finish_unchecked_canaries`)."""
         report_to = Path(report_dir or self.config.base_dir / "report")  # checked (`backfill_checks`)
+        policy = PromotionPolicy.of([self.config], partial=promote_partial)
         if promote:
             canaries.refuse_after_failed(self.finish_unchecked_canaries())
         run = self.run(
             start, end, partitions, max_parallel=max_parallel, force=force, on_progress=on_progress, timebox=timebox
         )
-        if timebox is not None and run.stopped is None and (why := timebox.reason) is not None:
-            run.stopped = why  # the stop came after the last chunk started: do not judge either
+        run.stopped = stop_of(run.stopped, timebox)
         if run.stopped is not None:
-            left = set(run.not_started) | set(run.failed) | set(run.held)
-            start, end, partitions = None, None, [k for k in run.requested if k not in left]
-            if not promote_partial or not partitions:
-                # Stopped before anything could be judged: the reports of earlier verdicts stay.
+            start, end, partitions = None, None, to_judge(run.requested, run.finished, run.stopped, policy)
+            if not partitions:  # nothing judged: the reports of earlier verdicts stay
                 return BackfillResult(run, ValidationResult("", None, None), None, None, {}, promote)
         checked = self.validate(start, end, partitions)
-        plan: PromotionPlan | None = None
-        rec: PromotionRecord | None = None
-        promotable = {CheckStatus.PASS, CheckStatus.WARN} if self._allow_warn(None) else {CheckStatus.PASS}
-        passing = [v.partition for v in checked.verdicts if v.verdict in promotable]
+        passing = policy.passing((v.partition, v.verdict) for v in checked.verdicts)
         already = self.promoter().already_live(passing) if promote and passing else {}
         passing = [k for k in passing if k not in already]
-        canary = None
-        if promote and passing and (n := self.config.promote.canary) and len(passing) <= n:
-            self.report(report_to)  # the verdicts are reported; the refusal is the canary's
-            raise canaries.too_few(n, len(passing), name="promote.canary", refused=True)
-        if promote and passing and self.config.promote.canary:
-            canary = self.promote_canary(self.config.promote.canary, passing)
-            plan, rec = canary.plan, canary.rest or (canary.canary if canary.rolled_back is None else None)
-        elif promote and passing:
-            plan, rec = self.promote(passing)
-        return BackfillResult(run, checked, plan, rec, self.report(report_to), promote, already, canary)
+        result = BackfillResult(run, checked, None, None, {}, promote, already)
+        if promote and passing:
+            self._promote_step(result, passing, policy, report_to)
+        result.reports = self.report(report_to)
+        return result
+
+    def _promote_step(
+        self, result: BackfillResult, passing: list[str], policy: PromotionPolicy, report_to: Path
+    ) -> None:
+        """The main job's promotion of what passed: one commit, or a canary and then the rest.
+        A canary as large as what passed would check nothing before all of it is live: the
+        verdicts are reported, and the canary is refused."""
+        if policy.canary and len(passing) <= policy.canary:
+            self.report(report_to)
+            raise canaries.too_few(policy.canary, len(passing), name="promote.canary", refused=True)
+        if policy.canary:
+            canary = result.canary = self.promote_canary(policy.canary, passing)
+            result.promotion_plan = canary.plan
+            result.promotion = canary.rest or (canary.canary if canary.rolled_back is None else None)
+        else:
+            result.promotion_plan, result.promotion = self.promote(passing)
 
     def gc(self, *, dry_run: bool = False, now: float | None = None) -> dict[str, list[str] | None]:
         """Delete partition data replaced more than `promote.retention_days` ago from the live and

@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.types import StructType
@@ -25,7 +25,8 @@ from shadow_backfill.chunking import choose_chunk_size
 from shadow_backfill.errors import ConfigError, RefusedError, TableNotFoundError, TransformError, first_line
 from shadow_backfill.ledger import CODE_FINGERPRINT, KIND
 from shadow_backfill.preflight import check_live_table
-from shadow_backfill.state import describe_owner, lock_owner
+from shadow_backfill.results import RunResult
+from shadow_backfill.state import lock_owner
 from shadow_backfill.table import TableContext
 from shadow_backfill.timebox import TimeBox
 from shadow_backfill.transform import Transform, align_to_schema, count_rows_by_partition
@@ -52,59 +53,6 @@ class RunOptions:
     allow_code_change: bool = False
     timebox: TimeBox | None = None
     """Once it says stop, no further chunk starts (chunks in flight finish)."""
-
-
-@dataclass
-class RunResult:
-    run_id: str
-    requested: list[str]
-    skipped: list[str]
-    written: dict[str, int] = field(default_factory=dict)
-    failed: dict[str, str] = field(default_factory=dict)
-    chunks: list[list[str]] = field(default_factory=list)
-    held: dict[str, str] = field(default_factory=dict)  # partition -> the run holding its lease
-    shadow_version: int | None = None
-    peak_parallel: int = 0
-    code_fingerprint: str = ""
-    stopped: str | None = None
-    """Why the run stopped starting chunks (its time box, SIGTERM); None if it did not."""
-    not_started: list[str] = field(default_factory=list)
-    """Partitions of chunks the stop kept from starting: a later run resumes them."""
-
-    @property
-    def ok(self) -> bool:
-        return not self.failed
-
-    @property
-    def complete(self) -> bool:
-        """Nothing requested was left undone: none failed, none was left to another run, and no
-        stop kept a chunk from starting."""
-        return not self.failed and not self.held and not self.not_started
-
-    def held_summary(self, limit: int = 3) -> str:
-        """One line naming the partitions another run holds (the first few and a count) and who."""
-        keys = sorted(self.held)
-        shown = ", ".join(keys[:limit]) + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
-        who = ", ".join(describe_owner(o) for o in sorted(set(self.held.values())))
-        return (
-            f"{len(keys)} partition(s) are being recomputed by another run, {who}: {shown}; "
-            "they were left to it (rerun once it finishes)"
-        )
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "requested": len(self.requested),
-            "skipped": len(self.skipped),
-            "written": len(self.written),
-            "failed": len(self.failed),
-            "held_by_other_runs": len(self.held),
-            "chunks": len(self.chunks),
-            "not_started": len(self.not_started),
-            "stopped": self.stopped,
-            "shadow_version": self.shadow_version,
-            "code_fingerprint": self.code_fingerprint,
-        }
 
 
 def chunked(keys: Sequence[str], size: int) -> list[list[str]]:

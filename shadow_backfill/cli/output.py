@@ -31,6 +31,15 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from shadow_backfill.errors import ShadowBackfillError, ShadowBackfillWarning, UsageError, redact
+from shadow_backfill.outcome import (
+    EXIT_FAILED,
+    EXIT_HELD,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_STOPPED,
+    EXIT_USAGE,
+    Ending,
+)
 
 console = Console(stderr=True, soft_wrap=True, markup=False, highlight=False)
 out = Console(soft_wrap=True, markup=False, highlight=False)
@@ -41,15 +50,6 @@ LOG_DIR_ENV = "SHADOW_BACKFILL_LOG_DIR"
 # Click's base exception, wherever Typer takes Click from (its own copy since 0.2x, the click
 # package before): every usage error Typer raises while parsing derives from it.
 ClickException: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
-
-# The exit codes a scheduler reads; the docs' table is this one. 0 only when everything asked
-# was done; HELD when partitions wait for a human (verdict warn, not promoted) and nothing failed.
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_HELD = 3
-EXIT_STOPPED = 4
-EXIT_INTERRUPTED = 130
 
 
 def log_dir() -> Path:
@@ -167,6 +167,17 @@ def stopped(message: str) -> NoReturn:
     run did its share (a time box, a scheduler's SIGTERM) and a rerun resumes it."""
     console.print(Text.assemble(("stopped:", "bold yellow"), " ", redact(message)), soft_wrap=True)
     raise typer.Exit(EXIT_STOPPED)
+
+
+def end(outcome: Ending) -> None:
+    """End the command as its outcome says (`shadow_backfill.outcome`): its line and exit code,
+    or nothing at all when everything asked was done."""
+    if outcome.code == EXIT_FAILED:
+        fail(outcome.line)
+    if outcome.code == EXIT_HELD:
+        hold(outcome.line)
+    if outcome.code == EXIT_STOPPED:
+        stopped(outcome.line)
 
 
 def handle_errors(fn: F) -> F:

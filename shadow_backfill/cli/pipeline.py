@@ -17,20 +17,20 @@ from shadow_backfill.cli.limits import MaxDurationOption, PromotePartialOption, 
 from shadow_backfill.cli.output import (
     EXIT_HELD,
     OneLineErrors,
+    end,
     fail,
     handle_errors,
-    hold,
     out,
     split_partitions,
-    stopped,
 )
 from shadow_backfill.cli.render import print_run_plan, run_summary
 from shadow_backfill.cli.selection import Asked, DryRunOption, JsonOption, Selection, selection_options
 from shadow_backfill.errors import UsageError
+from shadow_backfill.outcome import pipeline_backfill_outcome, pipeline_run_outcome, pipeline_validation_outcome
 from shadow_backfill.pipeline.preflight import check_layers
 from shadow_backfill.pipeline.spec import load_pipeline
 from shadow_backfill.timebox import stop_on_sigterm
-from shadow_backfill.vocabulary import VERDICT_STYLES, CheckStatus
+from shadow_backfill.vocabulary import VERDICT_STYLES
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -82,21 +82,13 @@ def first_checks(asked: Asked, *, required: bool, report_dir: Path | None = None
     return check
 
 
-def print_run(result: PipelineRun) -> list[str]:
-    """Each layer's recompute; the problems, one phrase each (empty: complete)."""
-    problems = []
+def print_run(result: PipelineRun) -> None:
+    """Each layer's recompute, and the partitions an upstream held back."""
     for key, run in result.runs.items():
         if run is not None:
             out.print(run_summary(run, key))
-            if run.failed:
-                problems.append(f"{len(run.failed)} partition(s) of {key} failed")
-            if run.held:
-                problems.append(f"{key}: {run.held_summary()}")
         for partition, why in sorted(result.blocked.get(key, {}).items()):
             out.print(f"{key}: {partition} not recomputed: {why}", markup=False)
-        if result.blocked.get(key):
-            problems.append(f"{len(result.blocked[key])} partition(s) of {key} held back by upstream")
-    return problems
 
 
 def show_dry_run(p: Pipeline, keys: Selection, max_parallel: int | None, force: bool, as_json: bool) -> None:
@@ -108,23 +100,6 @@ def show_dry_run(p: Pipeline, keys: Selection, max_parallel: int | None, force: 
         return
     for plan in plans.values():
         print_run_plan(plan)
-
-
-def end_run(result: PipelineRun, problems: list[str]) -> None:
-    """Exit as a run that ended: 1 if a partition failed, was held or blocked (it outranks a
-    stop, as for one table), 4 if a stop left work for the next run, else go on."""
-    if problems:
-        fail("; ".join([*problems, stop_line(result)] if result.stopped is not None else problems))
-    if result.stopped is not None:
-        stopped(stop_line(result))
-
-
-def stop_line(result: PipelineRun) -> str:
-    """Why the run stopped starting chunks, and what is left for the next run."""
-    if not result.not_started:
-        return f"stopped by {result.stopped} before validation; rerun the same command to validate and promote"
-    left = ", ".join(f"{len(keys)} of {key}" for key, keys in result.not_started.items())
-    return f"stopped by {result.stopped}: partitions left in {left}; rerun the same command to resume"
 
 
 def verdict_table(order: list[str], result: PipelineValidation) -> Table:
@@ -140,14 +115,6 @@ def verdict_table(order: list[str], result: PipelineValidation) -> Table:
             Text(", ".join(v.failed_in)),
         )
     return table
-
-
-def exit_for(result: PipelineValidation) -> None:
-    counts = result.counts
-    if counts["fail"]:
-        fail(f"{counts['fail']} partition(s) failed in the pipeline")
-    if counts["warn"]:
-        hold(f"{counts['warn']} partition(s) only warn: held for approval")
 
 
 def promoted(promotion: PipelinePromotion) -> list[str]:
@@ -209,7 +176,8 @@ def run(
     with stop_on_sigterm(box):
         result = p.run(keys.start, keys.end, keys.partitions, max_parallel=max_parallel, force=force, timebox=box)
     say_finished(p)
-    end_run(result, print_run(result))
+    print_run(result)
+    end(pipeline_run_outcome(result))
 
 
 @app.command()
@@ -223,7 +191,7 @@ def validate(asked: Asked, pipeline: Path = PipelineArg) -> None:
     result = p.validate(keys.start, keys.end, keys.partitions)
     say_finished(p)
     out.print(verdict_table(p.order, result))
-    exit_for(result)
+    end(pipeline_validation_outcome(result))
 
 
 @app.command()
@@ -360,22 +328,14 @@ def backfill(
         )
     if result.promotion is None:  # else its lines say it
         say_finished(p)
-    problems = print_run(result.run)
-    if result.run.stopped is not None and not result.reports:  # stopped before validation
-        end_run(result.run, problems)
-    out.print(verdict_table(p.order, result.validation))
-    if result.promotion is not None:
-        for line in promoted(result.promotion):
-            out.print(line, markup=False)
-    out.print(f"report: {result.reports['html']}")
-    if not result.validation.ok:
-        problems.append(f"{result.validation.counts['fail']} partition(s) failed in the pipeline")
-    if problems:
-        fail("; ".join(problems))
-    if result.run.not_started:  # --promote-partial: what finished is promoted, the rest resumes
-        stopped(stop_line(result.run))
-    if result.validation.counts[str(CheckStatus.WARN)]:
-        hold(f"{result.validation.counts['warn']} partition(s) only warn: held for approval")
+    print_run(result.run)
+    if result.run.stopped is None or result.reports:  # else stopped before validation
+        out.print(verdict_table(p.order, result.validation))
+        if result.promotion is not None:
+            for line in promoted(result.promotion):
+                out.print(line, markup=False)
+        out.print(f"report: {result.reports['html']}")
+    end(pipeline_backfill_outcome(result))
 
 
 __all__ = ["EXIT_HELD", "app"]

@@ -7,7 +7,8 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from shadow_backfill.cli.output import console, fail, hold, out, stopped
+from shadow_backfill.cli.output import console, end, fail, out
+from shadow_backfill.outcome import backfill_outcome, run_outcome, validation_outcome
 from shadow_backfill.vocabulary import VERDICT_STYLES, CheckStatus
 
 STATUS_STYLE = {"written": "green", "running": "yellow", "pending": "dim", "failed": "red"}
@@ -22,35 +23,16 @@ def run_summary(result: Any, label: str) -> str:
     )
 
 
-def incomplete_run(result: Any) -> list[str]:
-    """Why a run did not do everything asked (failed partitions, ones another run holds); the
-    failed partitions are listed first. A run that quietly did nothing must not pass a CI gate."""
-    for key in sorted(result.failed)[:10]:
-        console.print(Text.assemble(("failed", "red"), f" {key}: {result.failed[key]}"))
-    problems = []
-    if result.failed:
-        problems.append(f"{len(result.failed)} of {len(result.requested)} partition(s) failed (a rerun retries them)")
-    if result.held:
-        problems.append(result.held_summary())
-    return problems
+def print_failed(run: Any) -> None:
+    """The failed partitions (the first ten) before the line that counts them."""
+    for key in sorted(run.failed)[:10]:
+        console.print(Text.assemble(("failed", "red"), f" {key}: {run.failed[key]}"))
 
 
 def fail_if_incomplete(result: Any) -> None:
-    """Exit 1 if a partition failed or was left to another run, else 4 if a stop left some."""
-    if problems := incomplete_run(result):
-        fail("; ".join(problems + ([stop_line(result)] if result.not_started else [])))
-    if result.not_started:
-        stopped(stop_line(result))
-
-
-def stop_line(result: Any) -> str:
-    """Why a run stopped, and how many of its partitions remain for the next run."""
-    if not result.not_started:
-        return f"stopped by {result.stopped} before validation; rerun the same command to validate and promote"
-    return (
-        f"stopped by {result.stopped}: {len(result.not_started)} of {len(result.requested)} partition(s) "
-        "remain; rerun the same command to resume"
-    )
+    """Exit as a run that ended (`outcome.run_outcome`), after naming what failed."""
+    print_failed(result)
+    end(run_outcome(result))
 
 
 def status_table(table_name: str, rows: list[dict[str, Any]]) -> Table:
@@ -70,25 +52,9 @@ def status_table(table_name: str, rows: list[dict[str, Any]]) -> Table:
     return table
 
 
-def failed_validation(result: Any) -> str:
-    """The error line of a failed gate names the partitions, so a CI log says what to look at."""
-    return held_line([v.partition for v in result.verdicts if v.verdict == CheckStatus.FAIL], "failed validation")
-
-
-def held_line(partitions: list[str], why: str) -> str:
-    """A line of exit 1 or 3 names the partitions (the first five), so a scheduler's log says
-    what to look at or approve."""
-    more = f" and {len(partitions) - 5} more" if len(partitions) > 5 else ""
-    return f"{len(partitions)} partition(s) {why}: {', '.join(partitions[:5])}{more}"
-
-
 def exit_for_verdicts(result: Any) -> None:
-    """`validate`'s exit code: 1 if any partition failed, 3 if some only warned, else 0."""
-    if not result.ok:
-        fail(failed_validation(result))
-    warned = [v.partition for v in result.verdicts if v.verdict == CheckStatus.WARN]
-    if warned:
-        hold(held_line(warned, "warned; review them before promoting (promote --allow-warn)"))
+    """`validate`'s exit code (`outcome.validation_outcome`)."""
+    end(validation_outcome(result))
 
 
 def print_verdicts(result: Any) -> None:
@@ -190,25 +156,8 @@ def print_backfill(result: Any) -> None:
         out.print("promote: no partition passed; live is untouched")
     if result.reports:
         out.print(f"report: {result.reports['html']}")
-    problems = incomplete_run(result.run)
-    if not result.validation.ok:
-        problems.append(failed_validation(result.validation))
-    if result.refused:
-        refused = sorted(result.refused)
-        problems.append(held_line(refused, f"not promoted ({result.refused[refused[0]]})"))
-    if rolled_back is not None:
-        problems.append(rolled_back)
-    # A stop that came after the last chunk started, with --promote-partial, left nothing: the
-    # whole job was judged and promoted, so it ends as an unstopped one would.
-    left = result.run.stopped and (result.run.not_started or not result.validation.validation_id)
-    if left:
-        problems += [stop_line(result.run)] if problems else []
-    if problems:
-        fail("; ".join(problems))
-    if left:
-        stopped(stop_line(result.run))
-    if result.held:
-        hold(held_line(result.held, "held for approval (verdict warn, not promoted)"))
+    print_failed(result.run)
+    end(backfill_outcome(result, rolled_back))
 
 
 def _rows(n: int | None) -> str:

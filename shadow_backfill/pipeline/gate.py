@@ -81,9 +81,3 @@ def pipeline_verdicts(
         cross = [rows_ratio(c, rows[c.upstream].get(key), rows[c.downstream].get(key)) for c in checks]
         out.append(PipelineVerdict(key, {layer: got.get(key) for layer, got in layers.items()}, cross))
     return out
-
-
-def promotable(verdicts: Sequence[PipelineVerdict], allowed: set[CheckStatus]) -> list[str]:
-    """Partitions whose pipeline verdict is allowed (pass, or warn where the layers allow it):
-    a partition goes to live in every layer or in none."""
-    return [v.partition for v in verdicts if v.verdict in allowed]

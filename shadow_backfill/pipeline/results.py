@@ -10,7 +10,7 @@ from shadow_backfill.state.pipelines import PipelineRecord
 from shadow_backfill.vocabulary import CheckStatus
 
 if TYPE_CHECKING:  # the recompute imports PySpark; `pipeline status` never needs it
-    from shadow_backfill.recompute import RunResult
+    from shadow_backfill.results import RunResult
 
 
 @dataclass

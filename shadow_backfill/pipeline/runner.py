@@ -25,22 +25,25 @@ from typing import Concatenate, ParamSpec, TypeVar
 from pyspark.sql import DataFrame, SparkSession
 
 from shadow_backfill.api import Backfill
+from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import RefusedError, TransformError, UsageError, first_line
 from shadow_backfill.ownership import holding_tables
 from shadow_backfill.partitions import PartitionScheme
-from shadow_backfill.pipeline.gate import BLOCKED, PipelineVerdict, pipeline_verdicts, promotable
+from shadow_backfill.pipeline.gate import BLOCKED, PipelineVerdict, pipeline_verdicts
 from shadow_backfill.pipeline.preflight import check_command
 from shadow_backfill.pipeline.promotion import SetPromotion
 from shadow_backfill.pipeline.results import PipelineBackfill, PipelinePromotion, PipelineRun, PipelineValidation
 from shadow_backfill.pipeline.schedule import Task, run_chunks
 from shadow_backfill.pipeline.spec import PipelineFile, load_pipeline
-from shadow_backfill.recompute import ProgressCallback, RunResult, chunked
+from shadow_backfill.recompute import ProgressCallback, chunked
+from shadow_backfill.results import RunResult
 from shadow_backfill.run_plan import RunPlan, joined_plans
 from shadow_backfill.state import PartitionRecord, PipelineRecord, StateStore, VerdictRecord
 from shadow_backfill.timebox import TimeBox
 from shadow_backfill.transform import Inputs
 from shadow_backfill.vocabulary import CheckStatus, PartitionStatus
 from shadow_backfill.windows import Window
+from shadow_backfill.workflow import PromotionPolicy, stop_of, to_judge
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -211,9 +214,13 @@ class Pipeline:
             raise UsageError(f"nothing recomputed yet in pipeline {self.file.name}: run it first")
         return self.scheme.sort(known)
 
-    def _allowed(self, key: str) -> set[CheckStatus]:
-        warn_ok = self.layers[key].config.promote.allow_warn
-        return {CheckStatus.PASS, CheckStatus.WARN} if warn_ok else {CheckStatus.PASS}
+    @property
+    def configs(self) -> list[BackfillConfig]:
+        """The layers' configs, upstream first."""
+        return [self.file.configs[key] for key in self.order]
+
+    def _allowed(self, key: str) -> frozenset[CheckStatus]:
+        return PromotionPolicy.of([self.file.configs[key]]).promotable
 
     def _not_ready(self, key: str, partition: str, blocked: dict[str, dict[str, str]]) -> str | None:
         """Why a layer's partition may not be recomputed yet (None: it may): an upstream
@@ -465,10 +472,9 @@ class Pipeline:
         `finished`)."""
         self._open()
         keys = self._keys(start, end, partitions, required=False)
-        allowed = {CheckStatus.PASS, CheckStatus.WARN} if allow_warn else {CheckStatus.PASS}
-        if allow_warn is None:
-            allowed = set.intersection(*(self._allowed(k) for k in self.order))
-        chosen = promotable(self.verdicts(keys), allowed)
+        chosen = PromotionPolicy.of(self.configs, allow_warn=allow_warn).passing(
+            (v.partition, v.verdict) for v in self.verdicts(keys)
+        )
         refused = self._refused(chosen, allow_warn)
         if refused and partitions is not None:
             first = sorted(refused)[0]
@@ -576,15 +582,13 @@ class Pipeline:
         run = self.run(
             start, end, partitions, max_parallel=max_parallel, force=force, on_progress=on_progress, timebox=timebox
         )
-        if timebox is not None and run.stopped is None and (why := timebox.reason) is not None:
-            run.stopped = why  # the stop came after the last chunk started: judge nothing either
-        judged = run.requested
-        if run.stopped is not None:
-            judged = run.finished
-            if not promote_partial or not judged:
-                return PipelineBackfill(run, PipelineValidation([]), None, {})
+        policy = PromotionPolicy.of(self.configs, partial=promote_partial)
+        run.stopped = stop_of(run.stopped, timebox)
+        judged = to_judge(run.requested, run.finished, run.stopped, policy)
+        if not judged:  # nothing judged: the reports of earlier verdicts stay
+            return PipelineBackfill(run, PipelineValidation([]), None, {})
         checked = self.validate(partitions=judged)
-        fresh = self._not_yet_live(promotable(checked.verdicts, set.intersection(*map(self._allowed, self.order))))
+        fresh = self._not_yet_live(policy.passing((v.partition, v.verdict) for v in checked.verdicts))
         promotion = self.promote(partitions=fresh) if promote and fresh else None
         reports = self.report(report_dir or self.file.path.parent / "report")
         return PipelineBackfill(run, checked, promotion, reports)

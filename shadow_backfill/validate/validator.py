@@ -9,10 +9,11 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from shadow_backfill.errors import ConfigError, TableNotFoundError, UsageError
+from shadow_backfill.results import ValidationResult
 from shadow_backfill.schema import check_declared_changes
 from shadow_backfill.state import VerdictRecord
 from shadow_backfill.table import TableContext
@@ -29,29 +30,7 @@ from shadow_backfill.validate.measure.downstream import measure_queries
 from shadow_backfill.validate.measure.fast import FastMeasurer
 from shadow_backfill.validate.measure.profile_job import decile_every
 from shadow_backfill.validate.suites import Suite, check_columns, load_suites
-from shadow_backfill.vocabulary import VERDICTS, CheckStatus, PartitionStatus, worst
-
-
-@dataclass
-class ValidationResult:
-    """One validation run: the versions it read (bound into every stored verdict) and its verdicts."""
-
-    validation_id: str
-    shadow_version: int | None
-    live_version: int | None
-    verdicts: list[PartitionVerdict] = field(default_factory=list)
-    seconds: float = 0.0
-
-    @property
-    def counts(self) -> dict[str, int]:
-        out = dict.fromkeys(map(str, VERDICTS), 0)
-        for v in self.verdicts:
-            out[str(v.verdict)] += 1
-        return out
-
-    @property
-    def ok(self) -> bool:
-        return not any(v.verdict == CheckStatus.FAIL for v in self.verdicts)
+from shadow_backfill.vocabulary import CheckStatus, PartitionStatus, worst
 
 
 @dataclass

@@ -11,11 +11,12 @@ import pytest
 import yaml
 
 from shadow_backfill.errors import ConfigError
-from shadow_backfill.pipeline.gate import BLOCKED, PipelineVerdict, pipeline_verdicts, promotable, rows_ratio
+from shadow_backfill.pipeline.gate import BLOCKED, PipelineVerdict, pipeline_verdicts, rows_ratio
 from shadow_backfill.pipeline.graph import downstream_of, layer_order
 from shadow_backfill.pipeline.report import write_pipeline_report
 from shadow_backfill.pipeline.spec import Consistency, load_pipeline
 from shadow_backfill.vocabulary import CheckStatus
+from shadow_backfill.workflow import PromotionPolicy
 
 
 def test_layers_run_upstream_first_in_the_files_order() -> None:
@@ -159,8 +160,9 @@ def test_a_partition_is_as_good_as_its_worst_layer() -> None:
     assert verdicts["d2"].failed_in == ["staging", "features", "rows_ratio raw -> staging"]
     assert verdicts["d3"].verdict == CheckStatus.FAIL and verdicts["d3"].failed_in == ["features"]
     assert verdicts["d4"].verdict == CheckStatus.WARN
-    assert promotable(list(verdicts.values()), {CheckStatus.PASS}) == ["d1"]
-    assert promotable(list(verdicts.values()), {CheckStatus.PASS, CheckStatus.WARN}) == ["d1", "d4"]
+    pairs = [(v.partition, v.verdict) for v in verdicts.values()]
+    assert PromotionPolicy(allow_warn=False).passing(pairs) == ["d1"]
+    assert PromotionPolicy(allow_warn=True).passing(pairs) == ["d1", "d4"]
 
 
 def test_the_pipeline_report_escapes_data(tmp_path: Path) -> None:
