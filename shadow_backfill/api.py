@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-import warnings
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from functools import cached_property
@@ -22,7 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from shadow_backfill import canary as canaries
 from shadow_backfill.canary import CanaryResult, FinishedCanary
 from shadow_backfill.config import BackfillConfig, load_config
-from shadow_backfill.errors import LocalLocksWarning, TableNotFoundError, UsageError, WriteError, os_reason
+from shadow_backfill.errors import TableNotFoundError, UsageError, WriteError, os_reason
 from shadow_backfill.formats.base import TableFormat
 from shadow_backfill.formats.locations import table_spelling
 from shadow_backfill.ledger import reconcile
@@ -42,15 +41,13 @@ from shadow_backfill.report import ReportData, write_reports
 from shadow_backfill.results import BackfillResult, RunResult, ValidationResult
 from shadow_backfill.rollback import Rollback
 from shadow_backfill.run_plan import RunPlan, plan_run
-from shadow_backfill.session import ensure_warehouse, open_session
-from shadow_backfill.state import PartitionRecord, PromotionRecord, StateStore, VerdictRecord, reading
-from shadow_backfill.state.locks import LeaseLocks
-from shadow_backfill.state.urls import shown_url
-from shadow_backfill.table import TableContext, open_table
+from shadow_backfill.session import open_session
+from shadow_backfill.state import PartitionRecord, PromotionRecord, StateStore, VerdictRecord
+from shadow_backfill.table import TableContext, open_store, open_table
 from shadow_backfill.timebox import TimeBox
 from shadow_backfill.transform import Inputs, Transform, load_transform
 from shadow_backfill.validate.validator import Validator
-from shadow_backfill.windows import Window, complete_before, current_time, last_periods, parse_duration, time_zone
+from shadow_backfill.windows import Window, last_window, time_zone
 from shadow_backfill.workflow import PromotionPolicy, stop_of, to_judge
 
 
@@ -95,17 +92,13 @@ class Backfill:
 
     @cached_property
     def store(self) -> StateStore:
-        if self.read_only:
-            return reading(self.config.state_url)
-        if self.config.state.url is None:  # the default store lives in the warehouse
-            ensure_warehouse(self.config)
-        return StateStore(self.config.state_url)
+        return open_store(self.config, read_only=self.read_only)
 
     @cached_property
     def table(self) -> TableContext:
         """The tables' context, built once (`table.open_table`): every command that reads or
         writes a table comes through here first."""
-        return open_table(self.config, self.spark, lambda: self.store, self._locks, read_only=self.read_only)
+        return open_table(self.config, self.spark, lambda: self.store, read_only=self.read_only)
 
     @property
     def table_format(self) -> TableFormat:
@@ -117,19 +110,6 @@ class Backfill:
         context is built (a command that needs no table, such as `status`, keeps the config's)."""
         table = self.__dict__.get("table")
         return table.scheme if table is not None else self._config_scheme
-
-    def _locks(self) -> LeaseLocks:
-        """The state store's leases, as the locks the format asks for when its storage has none."""
-        if self.config.state.url is None:
-            warnings.warn(
-                LocalLocksWarning(
-                    f"the locks of {self.live_table} are leases in the local state store "
-                    f"({shown_url(self.config.state_url)}): a command on another machine would not wait for "
-                    "them; for several machines set state.url to a shared store (PostgreSQL)"
-                ),
-                stacklevel=2,
-            )
-        return LeaseLocks(self.store)
 
     @cached_property
     def transform(self) -> Transform:
@@ -160,15 +140,10 @@ class Backfill:
     # ---- reading -----------------------------------------------------------------------------
 
     def read_live(self, partitions: Sequence[str] | None = None, version: int | None = None) -> DataFrame:
-        return self._read(self.live_table, partitions, version)
+        return self.table.read(self.live_table, partitions, version)
 
     def read_shadow(self, partitions: Sequence[str] | None = None, version: int | None = None) -> DataFrame:
-        return self._read(self.shadow_table, partitions, version)
-
-    def _read(self, table: str, partitions: Sequence[str] | None, version: int | None) -> DataFrame:
-        if partitions is None:
-            return self.table_format.read(table, version)
-        return self.table_format.read_partitions(table, self.scheme.normalize_all(partitions), version)
+        return self.table.read(self.shadow_table, partitions, version)
 
     # ---- commands ----------------------------------------------------------------------------
 
@@ -209,15 +184,9 @@ class Backfill:
         return Recompute(self.table, self.transform)
 
     def last_window(self, last: int, lag: str | dt.timedelta = "0") -> Window:
-        """The `last` newest partitions complete at now - `lag` (`SHADOW_BACKFILL_NOW` pins now),
-        counted in the config's `time_zone`; a timestamp partition column's periods are UTC."""
-        scheme = self.table.scheme  # the granularity and column type read from live
-        configured = time_zone(self.config.time_zone)
-        zone = time_zone("UTC") if scheme.ranged else configured
-        now = current_time(configured)  # a pinned time without an offset is one of time_zone
-        delay = parse_duration(lag, "--lag") if isinstance(lag, str) else lag
-        periods = last_periods(scheme.granularity, last, complete_before(now, delay), zone)
-        return Window(now, delay, last, zone.key, tuple(periods))
+        """The `last` newest partitions complete at now - `lag` (`windows.last_window`), by the
+        scheme read from live."""
+        return last_window(self.table.scheme, self.config.time_zone, last, lag)
 
     def window_keys(self, window: Window) -> list[str]:
         """The window's partitions as keys (a list: an hour a time zone skips is not one)."""
@@ -452,15 +421,8 @@ class Backfill:
         shadow tables: per table, the folders deleted (None where the format keeps its own).
         `now`: the clock in seconds since the epoch (default: the time now; a test passes a
         later day)."""
-        clock = time.time() if now is None else now
-        older_than_ms = int((clock - self.config.promote.retention_days * 86400) * 1000)
         with nullcontext() if dry_run else self.holding_table("gc"):
-            fmt = self.table_format
-            return {
-                table: fmt.collect_garbage(table, older_than_ms, dry_run=dry_run, now_ms=int(clock * 1000))
-                for table in (self.live_table, self.shadow_table)
-                if fmt.exists(table)
-            }
+            return self.table.collect_garbage(time.time() if now is None else now, dry_run=dry_run)
 
     def history(self, *, reconcile_live: bool = True) -> list[PromotionRecord]:
         """Promotions and rollbacks of the live table, oldest first. With `reconcile_live`,

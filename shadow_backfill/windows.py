@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from shadow_backfill.errors import UsageError
-from shadow_backfill.partitions import MAX_PARTITIONS
+from shadow_backfill.partitions import MAX_PARTITIONS, PartitionScheme
 
 NOW_VARIABLE = "SHADOW_BACKFILL_NOW"
 _UTC = dt.timezone.utc
@@ -164,3 +164,15 @@ def _exists(local: dt.datetime, zone: ZoneInfo) -> bool:
     """False for a wall-clock time the zone skips (the hour lost when clocks go forward)."""
     there = local.replace(tzinfo=zone)
     return there.astimezone(_UTC).astimezone(zone).replace(tzinfo=None) == local
+
+
+def last_window(scheme: PartitionScheme, zone_name: str, last: int, lag: str | dt.timedelta = "0") -> Window:
+    """The `last` newest partitions complete at now - `lag` (`SHADOW_BACKFILL_NOW` pins now),
+    counted in the config's time zone `zone_name`; a timestamp partition column's periods are
+    UTC. `scheme` is the one read from live (its granularity and column type)."""
+    configured = time_zone(zone_name)
+    zone = time_zone("UTC") if scheme.ranged else configured
+    now = current_time(configured)  # a pinned time without an offset is one of the time zone
+    delay = parse_duration(lag, "--lag") if isinstance(lag, str) else lag
+    periods = last_periods(scheme.granularity, last, complete_before(now, delay), zone)
+    return Window(now, delay, last, zone.key, tuple(periods))

@@ -33,6 +33,28 @@ class SetPromotion:
         self.store = store
         self.pipeline = pipeline
 
+    def not_yet_live(self, keys: list[str]) -> list[str]:
+        """`keys` less those every layer's live already holds from its shadow (`already_live`):
+        a nightly pipeline rerun over the same window promotes nothing again."""
+        if not keys:
+            return []
+        everywhere = set(keys)
+        for key in self.order:
+            everywhere &= set(self.layers[key].promoter().already_live(keys))
+        return [k for k in keys if k not in everywhere]
+
+    def refused(self, keys: list[str], allow_warn: bool | None) -> dict[str, str]:
+        """Partitions some layer's promotion would refuse (live changed after validation, already
+        promoted, rewritten): left out before any layer commits, so one of them cannot make a
+        later layer refuse the set after the earlier layers have committed."""
+        refused: dict[str, str] = {}
+        if not keys:
+            return refused
+        for key in self.order:
+            for partition, why in self.layers[key].plan_promotion(keys, allow_warn=allow_warn).refused.items():
+                refused.setdefault(partition, f"{key}: {why}")
+        return refused
+
     def promote(self, keys: list[str], allow_warn: bool | None) -> PipelineRecord:
         record = PipelineRecord(
             id=new_id("pipeline"), pipeline=self.pipeline, kind=PROMOTE, partitions=keys, state=PROMOTING, at=utcnow()

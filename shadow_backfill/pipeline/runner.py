@@ -10,11 +10,9 @@ record with its members.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import functools
 import inspect
-import math
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -26,22 +24,23 @@ from pyspark.sql import DataFrame, SparkSession
 
 from shadow_backfill.api import Backfill
 from shadow_backfill.config import BackfillConfig
-from shadow_backfill.errors import RefusedError, TransformError, UsageError, first_line
+from shadow_backfill.errors import RefusedError, UsageError
 from shadow_backfill.ownership import holding_tables
 from shadow_backfill.partitions import PartitionScheme
-from shadow_backfill.pipeline.gate import BLOCKED, PipelineVerdict, pipeline_verdicts
+from shadow_backfill.pipeline.gate import PipelineVerdict, pipeline_verdicts
+from shadow_backfill.pipeline.layer_states import LayerStates, written
+from shadow_backfill.pipeline.layer_steps import LayerSteps, merged, pipeline_chunks
 from shadow_backfill.pipeline.preflight import check_command
 from shadow_backfill.pipeline.promotion import SetPromotion
 from shadow_backfill.pipeline.results import PipelineBackfill, PipelinePromotion, PipelineRun, PipelineValidation
 from shadow_backfill.pipeline.schedule import Task, run_chunks
 from shadow_backfill.pipeline.spec import PipelineFile, load_pipeline
-from shadow_backfill.recompute import ProgressCallback, chunked
+from shadow_backfill.recompute import ProgressCallback
 from shadow_backfill.results import RunResult
 from shadow_backfill.run_plan import RunPlan, joined_plans
-from shadow_backfill.state import PartitionRecord, PipelineRecord, StateStore, VerdictRecord
+from shadow_backfill.state import PipelineRecord, StateStore
 from shadow_backfill.timebox import TimeBox
 from shadow_backfill.transform import Inputs
-from shadow_backfill.vocabulary import CheckStatus, PartitionStatus
 from shadow_backfill.windows import Window
 from shadow_backfill.workflow import PromotionPolicy, stop_of, to_judge
 
@@ -78,12 +77,6 @@ class Pipeline:
         self._window: list[str] = []
         self._holding = False
         self._finished: PipelineRecord | None = None  # a cut-off promotion this command finished
-        self._timebox: TimeBox | None = None  # the running command's, read between chunks
-        # One SQL layer chunk at a time: two would replace each other's views of their upstreams
-        # (a view made before the other chunk's upstream partitions were written lacks them, and
-        # Spark Connect resolves a view only when the query runs).
-        self._views_lock = threading.Lock()
-        self._forget()
 
     @classmethod
     def from_file(cls, path: str | Path, spark: SparkSession | None = None) -> Pipeline:
@@ -101,6 +94,16 @@ class Pipeline:
             key: Backfill(self.file.configs[key], self._spark, self._inputs_for(key), read_only=self.read_only)
             for key in self.order
         }
+
+    @cached_property
+    def states(self) -> LayerStates:
+        """What each layer holds now, read once per step (`LayerStates.forget`)."""
+        return LayerStates(self.file, self.layers)
+
+    @cached_property
+    def steps(self) -> LayerSteps:
+        """The layers' steps inside a pipeline command (`layer_steps`)."""
+        return LayerSteps(self.file, self.layers, self.states)
 
     @contextmanager
     def _exclusive(self) -> Iterator[None]:
@@ -126,7 +129,7 @@ class Pipeline:
     def _open(self) -> None:
         """One Spark session for every layer, opened from the first layer's config; the start
         of every command that writes, so it also drops what earlier commands read."""
-        self._forget()
+        self.states.forget()
         self.open_session()
 
     def open_session(self) -> None:
@@ -161,42 +164,16 @@ class Pipeline:
             frames = {}
             for dep in deps:
                 upstream = self.layers[dep]
-                written = [p for p in self._window if _written(self._records(dep).get(p))]
+                done = [p for p in self._window if written(self.states.records(dep).get(p))]
                 # pinned to the version read now: other chunks of the upstream layer may commit
                 # while this chunk's transform runs (Iceberg refuses a scan whose snapshot moved)
                 version = upstream.table_format.current_version(upstream.shadow_table)
                 frames[dep] = (
-                    upstream.read_shadow(written, version)
-                    if written
-                    else upstream.read_shadow(version=version).limit(0)
+                    upstream.read_shadow(done, version) if done else upstream.read_shadow(version=version).limit(0)
                 )
             return frames
 
         return inputs
-
-    def _records(self, key: str) -> dict[str, PartitionRecord]:
-        """The layer's partition records, read once per step (see `_forget`)."""
-        cache = self._seen_records  # a read racing a `_forget` fills the dropped cache, not the new
-        if key not in cache:
-            bf = self.layers[key]
-            cache[key] = bf.store.records(bf.shadow_table)
-        return cache[key]
-
-    def _verdicts_of(self, key: str) -> dict[str, VerdictRecord]:
-        """The layer's stored verdicts, read once per step (see `_forget`)."""
-        cache = self._seen_verdicts
-        if key not in cache:
-            bf = self.layers[key]
-            cache[key] = bf.store.verdicts(bf.shadow_table)
-        return cache[key]
-
-    def _forget(self) -> None:
-        """Why a cache: judging one partition reads every layer's records and verdicts, so a
-        year of partitions in three layers would read the store tens of thousands of times. It
-        is dropped after every step that writes them (a layer's run or validation) and at the
-        start of every command, so nothing is judged on what a step has since changed."""
-        self._seen_records: dict[str, dict[str, PartitionRecord]] = {}
-        self._seen_verdicts: dict[str, dict[str, VerdictRecord]] = {}
 
     # ---- which partitions are ready --------------------------------------------------------------
 
@@ -209,7 +186,7 @@ class Pipeline:
             return self.scheme.select(start=start, end=end, partitions=partitions)
         if required:
             raise UsageError("give --start and --end, or --partitions")
-        known = {p for key in self.order for p in self._records(key)}
+        known = {p for key in self.order for p in self.states.records(key)}
         if not known:
             raise UsageError(f"nothing recomputed yet in pipeline {self.file.name}: run it first")
         return self.scheme.sort(known)
@@ -218,44 +195,6 @@ class Pipeline:
     def configs(self) -> list[BackfillConfig]:
         """The layers' configs, upstream first."""
         return [self.file.configs[key] for key in self.order]
-
-    def _allowed(self, key: str) -> frozenset[CheckStatus]:
-        return PromotionPolicy.of([self.file.configs[key]]).promotable
-
-    def _not_ready(self, key: str, partition: str, blocked: dict[str, dict[str, str]]) -> str | None:
-        """Why a layer's partition may not be recomputed yet (None: it may): an upstream
-        partition blocked, not written, or (gate `upstream_passed`) not passed."""
-        for dep in self.file.depends_on(key):
-            if partition in blocked.get(dep, {}):
-                return f"upstream {dep} is blocked"
-            rec = self._records(dep).get(partition)
-            if not _written(rec):
-                return f"upstream {dep} has no partition {partition} written"
-            if self.file.spec.run.gate == "upstream_passed":
-                verdict = self._fresh_verdict(dep, partition)
-                if verdict not in self._allowed(dep):
-                    return f"upstream {dep} did not pass ({verdict or 'not validated'})"
-        return None
-
-    def _fresh_verdict(self, key: str, partition: str) -> CheckStatus | None:
-        """The layer's verdict of the data it holds now (None: not validated since it was written)."""
-        verdict = self._verdicts_of(key).get(partition)
-        rec = self._records(key).get(partition)
-        if verdict is None or rec is None or verdict.partition_version != rec.shadow_version:
-            return None
-        return CheckStatus(verdict.verdict)
-
-    def _stale(self, key: str, partition: str) -> bool:
-        """The layer's partition was written before one of its upstream partitions: it was
-        computed from data the run has replaced."""
-        mine = self._records(key).get(partition)
-        if not _written(mine) or mine is None or mine.finished_at is None:
-            return False
-        for dep in self.file.depends_on(key):
-            up = self._records(dep).get(partition)
-            if up is not None and up.finished_at is not None and up.finished_at > mine.finished_at:
-                return True
-        return False
 
     # ---- commands ----------------------------------------------------------------------------
 
@@ -280,13 +219,13 @@ class Pipeline:
         requested = self._keys(start, end, partitions, required=True)
         self._window = requested
         cap = self._cap(max_parallel)
-        chunks = _pipeline_chunks(requested, cap)
+        chunks = pipeline_chunks(requested, cap)
         for bf in self.layers.values():  # loaded once, before threads share them
             bf.transform  # noqa: B018
         blocked: dict[str, dict[str, str]] = {key: {} for key in self.order}
         not_started: dict[str, list[str]] = {key: [] for key in self.order}
         leaving = threading.Lock()
-        self._timebox = timebox
+        self.steps.timebox = timebox
 
         def work(task: Task) -> RunResult | None:
             key, i = task
@@ -294,15 +233,15 @@ class Pipeline:
                 with leaving:
                     not_started[key].extend(chunks[i])
                 return None
-            return self._run_chunk(key, chunks[i], blocked, force, on_progress)
+            return self.steps.run_chunk(key, chunks[i], blocked, force, on_progress)
 
         try:
             done = run_chunks(self.order, len(chunks), {k: self.file.depends_on(k) for k in self.order}, cap, work)
         finally:
-            self._drop_views()
-            self._timebox = None
+            self.steps.drop_views()
+            self.steps.timebox = None
         runs = {key: [r for (k, _), r in sorted(done.items()) if k == key and r is not None] for key in self.order}
-        merged = {key: _merged(found) for key, found in runs.items()}
+        merged = {key: merged(found) for key, found in runs.items()}
         for key, result in merged.items():  # partitions a stop left inside a chunk that had started
             not_started[key].extend(result.not_started if result is not None else [])
         left = {key: self.scheme.sort(keys) for key, keys in not_started.items() if keys}
@@ -333,7 +272,7 @@ class Pipeline:
         plans = {}
         for key in self.order:  # as `run` splits the work: the range in `cap` chunks, each one at a time
             bf = self.layers[key]
-            parts = [bf.dry_run(None, None, c, max_parallel=1, force=force) for c in _pipeline_chunks(keys, cap)]
+            parts = [bf.dry_run(None, None, c, max_parallel=1, force=force) for c in pipeline_chunks(keys, cap)]
             plans[key] = joined_plans(parts, cap, window)
         return plans
 
@@ -345,76 +284,6 @@ class Pipeline:
         """`--until HH:MM` (the layers' time zone) and `--max-duration D`, as for one table."""
         return self.layers[self.order[0]].timebox(until, max_duration)
 
-    def _reads_views(self, key: str) -> bool:
-        """A SQL layer with upstreams: it reads them as temporary views named by their keys."""
-        return self.layers[key].config.transform.sql is not None and bool(self.file.depends_on(key))
-
-    def _drop_views(self) -> None:
-        """The temporary views SQL layers read their upstreams by, once every chunk is done (a
-        chunk still running may be about to read them): no other command sees them."""
-        for key in self.order:
-            if self.layers[key].config.transform.sql is not None:
-                for dep in self.file.depends_on(key):
-                    self.layers[key].spark.catalog.dropTempView(dep)
-
-    def _run_chunk(
-        self,
-        key: str,
-        chunk: list[str],
-        blocked: dict[str, dict[str, str]],
-        force: bool,
-        on_progress: ProgressCallback | None,
-    ) -> RunResult | None:
-        """One layer's chunk: what is ready recomputed (stale partitions rewritten), then
-        validated if a downstream layer waits for it to pass."""
-        held = {p: why for p in chunk if (why := self._not_ready(key, p, blocked))}
-        blocked[key].update(held)
-        ready = [p for p in chunk if p not in held]
-        stale = [p for p in ready if self._stale(key, p)]
-        try:
-            run = self._run_layer(key, ready, stale, 1, force, on_progress)
-        except TransformError as exc:  # broke before any write: its partitions failed, the rest goes on
-            self._forget()
-            run = RunResult(run_id="", requested=ready, skipped=[], failed=dict.fromkeys(ready, first_line(exc)))
-        if self.file.spec.run.gate == "upstream_passed" and self._has_downstream(key):
-            self._validate_layer(key, ready)
-        return run
-
-    def _has_downstream(self, key: str) -> bool:
-        return any(key in self.file.depends_on(other) for other in self.order)
-
-    def _run_layer(
-        self,
-        key: str,
-        ready: list[str],
-        stale: list[str],
-        cap: int | None,
-        force: bool,
-        on_progress: ProgressCallback | None,
-    ) -> RunResult | None:
-        """One layer's recompute of `ready`; `stale` partitions are rewritten even if written."""
-        bf = self.layers[key]
-        runs: list[RunResult] = []
-        box = self._timebox  # checked again between the layer's own chunks, as for one table
-        with self._views_lock if self._reads_views(key) else contextlib.nullcontext():
-            if stale and not force:
-                runs.append(
-                    bf.run(partitions=stale, max_parallel=cap, force=True, on_progress=on_progress, timebox=box)
-                )
-            rest = ready if force else [p for p in ready if p not in stale]
-            if rest:
-                runs.append(
-                    bf.run(partitions=rest, max_parallel=cap, force=force, on_progress=on_progress, timebox=box)
-                )
-        self._forget()
-        return _merged(runs)
-
-    def _validate_layer(self, key: str, keys: Sequence[str]) -> None:
-        written = [p for p in keys if _written(self._records(key).get(p)) and not self._stale(key, p)]
-        if written:
-            self.layers[key].validate(partitions=written)
-            self._forget()
-
     @one_at_a_time
     def validate(
         self, start: str | None = None, end: str | None = None, partitions: list[str] | None = None
@@ -425,37 +294,24 @@ class Pipeline:
         keys = self._keys(start, end, partitions, required=False)
         self._window = keys
         for key in self.order:
-            self._validate_layer(key, keys)
+            self.steps.validate_layer(key, keys)
         return PipelineValidation(self.verdicts(keys))
 
     def verdicts(self, keys: Sequence[str] | None = None) -> list[PipelineVerdict]:
         """Each partition's verdict in every layer (from the store) and for the pipeline."""
-        self._forget()
+        self.states.forget()
         keys = list(keys) if keys is not None else self._keys(None, None, None, required=False)
         layers: dict[str, dict[str, str]] = {}
         rows: dict[str, dict[str, int]] = {}
         for key in self.order:
-            records = self._records(key)
-            rows[key] = {p: r.rows for p, r in records.items() if _written(r) and r.rows is not None}
+            records = self.states.records(key)
+            rows[key] = {p: r.rows for p, r in records.items() if written(r) and r.rows is not None}
             layers[key] = {}
             for p in keys:
-                verdict = self._layer_verdict(key, p)
+                verdict = self.states.layer_verdict(key, p)
                 if verdict is not None:
                     layers[key][p] = verdict
         return pipeline_verdicts(keys, layers, rows, self.file.spec.consistency)
-
-    def _layer_verdict(self, key: str, partition: str) -> str | None:
-        """The layer's verdict on the data it holds now; `blocked` when that data was computed
-        from upstream data since replaced, or when it was held back by its upstream."""
-        deps = self.file.depends_on(key)
-        if any(self._layer_verdict(dep, partition) == BLOCKED for dep in deps):
-            return BLOCKED
-        if any(not _written(self._records(dep).get(partition)) for dep in deps) or self._stale(key, partition):
-            return BLOCKED
-        verdict = self._fresh_verdict(key, partition)
-        if verdict is None and self._not_ready(key, partition, {}) is not None:
-            return BLOCKED
-        return verdict
 
     @one_at_a_time
     def promote(
@@ -475,35 +331,13 @@ class Pipeline:
         chosen = PromotionPolicy.of(self.configs, allow_warn=allow_warn).passing(
             (v.partition, v.verdict) for v in self.verdicts(keys)
         )
-        refused = self._refused(chosen, allow_warn)
+        refused = self._sets.refused(chosen, allow_warn)
         if refused and partitions is not None:
             first = sorted(refused)[0]
             raise RefusedError(f"{first}: {refused[first]} (named partitions are promoted all or none)")
         chosen = [p for p in chosen if p not in refused]
         record = self._sets.promote(chosen, allow_warn) if chosen else None
         return PipelinePromotion(chosen, record, refused, self._finished)
-
-    def _not_yet_live(self, keys: list[str]) -> list[str]:
-        """`keys` less those every layer's live already holds from its shadow (`already_live`):
-        a nightly pipeline rerun over the same window promotes nothing again."""
-        if not keys:
-            return []
-        everywhere = set(keys)
-        for key in self.order:
-            everywhere &= set(self.layers[key].promoter().already_live(keys))
-        return [k for k in keys if k not in everywhere]
-
-    def _refused(self, keys: list[str], allow_warn: bool | None) -> dict[str, str]:
-        """Partitions some layer's promotion would refuse (live changed after validation, already
-        promoted, rewritten): left out before any layer commits, so one of them cannot make a
-        later layer refuse the set after the earlier layers have committed."""
-        refused: dict[str, str] = {}
-        if not keys:
-            return refused
-        for key in self.order:
-            for partition, why in self.layers[key].plan_promotion(keys, allow_warn=allow_warn).refused.items():
-                refused.setdefault(partition, f"{key}: {why}")
-        return refused
 
     @property
     def _sets(self) -> SetPromotion:
@@ -588,39 +422,10 @@ class Pipeline:
         if not judged:  # nothing judged: the reports of earlier verdicts stay
             return PipelineBackfill(run, PipelineValidation([]), None, {})
         checked = self.validate(partitions=judged)
-        fresh = self._not_yet_live(policy.passing((v.partition, v.verdict) for v in checked.verdicts))
+        fresh = self._sets.not_yet_live(policy.passing((v.partition, v.verdict) for v in checked.verdicts))
         promotion = self.promote(partitions=fresh) if promote and fresh else None
         reports = self.report(report_dir or self.file.path.parent / "report")
         return PipelineBackfill(run, checked, promotion, reports)
-
-
-def _written(rec: PartitionRecord | None) -> bool:
-    return rec is not None and rec.status == PartitionStatus.WRITTEN
-
-
-def _pipeline_chunks(keys: Sequence[str], cap: int) -> list[list[str]]:
-    """The range in `cap` chunks, each run through every layer (see `pipeline.schedule`)."""
-    return chunked(keys, max(1, math.ceil(len(keys) / cap)))
-
-
-def _merged(runs: list[RunResult]) -> RunResult | None:
-    """Two runs of one layer (the stale partitions, then the rest) as one result."""
-    if not runs:
-        return None
-    out = runs[-1]
-    versions = [r.shadow_version for r in runs if r.shadow_version is not None]
-    out.shadow_version = max(versions) if versions else None
-    out.run_id = next((r.run_id for r in reversed(runs) if r.run_id), "")
-    for earlier in runs[:-1]:
-        out.requested = earlier.requested + out.requested
-        out.skipped = earlier.skipped + out.skipped
-        out.written = {**earlier.written, **out.written}
-        out.failed = {**earlier.failed, **out.failed}
-        out.held = {**earlier.held, **out.held}
-        out.chunks = earlier.chunks + out.chunks
-        out.not_started = earlier.not_started + out.not_started
-        out.stopped = out.stopped or earlier.stopped
-    return out
 
 
 __all__ = ["Pipeline"]
