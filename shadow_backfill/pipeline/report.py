@@ -4,7 +4,6 @@ scripts, Markdown for a pull request, HTML for people. Every data-derived string
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 
 from shadow_backfill.pipeline.gate import PipelineVerdict
 from shadow_backfill.report.markdown import ICON, md
-from shadow_backfill.vocabulary import NO_VERDICT_COLOUR, VERDICT_COLOURS
+from shadow_backfill.report.templating import render
 
 PIPELINE_SCHEMA_VERSION = 1
 
@@ -56,41 +55,25 @@ def _word(status: str | None) -> str:
     return "not validated" if status is None else str(status)
 
 
-def _strip(title: str, cells: Sequence[tuple[str, str | None]]) -> str:
-    boxes = "".join(
-        f'<span class="day" style="background:{VERDICT_COLOURS.get(str(status), NO_VERDICT_COLOUR)}" '
-        f'title="{html.escape(key)}: {html.escape(_word(status))}"></span>'
-        for key, status in cells
-    )
-    return f'<div class="strip"><span class="name">{html.escape(title)}</span>{boxes}</div>'
-
-
 def _html(
     name: str, order: Sequence[str], verdicts: Sequence[PipelineVerdict], layer_reports: dict[str, Path], out: Path
 ) -> str:
-    strips = [_strip(k, [(v.partition, v.layers.get(k)) for v in verdicts]) for k in order]
-    strips.append(_strip("pipeline", [(v.partition, str(v.verdict)) for v in verdicts]))
-    rows = "".join(
-        f"<tr><td>{html.escape(v.partition)}</td><td>{html.escape(str(v.verdict))}</td>"
-        f"<td>{html.escape(', '.join(v.failed_in))}</td>"
-        f"<td>{html.escape('; '.join(c.message for c in v.checks if c.status != 'pass'))}</td></tr>"
+    """pipeline.html: the cells are computed here as plain text, so pipeline.html.j2 escapes every
+    one of them (partitions, layer names and check messages are data)."""
+    strips = [(k, [(v.partition, _word(v.layers.get(k))) for v in verdicts]) for k in order]
+    strips.append(("pipeline", [(v.partition, str(v.verdict)) for v in verdicts]))
+    held_back = [
+        [
+            v.partition,
+            str(v.verdict),
+            ", ".join(v.failed_in),
+            "; ".join(c.message for c in v.checks if c.status != "pass"),
+        ]
         for v in verdicts
         if v.failed_in
-    )
-    links = "".join(
-        f'<li><a href="{html.escape(str(path.relative_to(out)))}">{html.escape(k)}</a></li>'
-        for k, path in layer_reports.items()
-    )
-    return (
-        "<!doctype html><html><head><meta charset='utf-8'>"
-        f"<title>Pipeline {html.escape(name)}</title><style>"
-        "body{font-family:sans-serif}.strip{display:flex;align-items:center;margin:2px 0}"
-        ".name{width:10em}.day{width:12px;height:12px;margin:1px;display:inline-block}"
-        "td,th{padding:2px 8px;text-align:left}</style></head><body>"
-        f"<h1>Pipeline {html.escape(name)}</h1>{''.join(strips)}"
-        "<h2>Partitions held back</h2><table><tr><th>partition</th><th>verdict</th><th>held back by</th>"
-        f"<th>checks</th></tr>{rows}</table><h2>Layer reports</h2><ul>{links}</ul></body></html>\n"
-    )
+    ]
+    links = [(str(path.relative_to(out)), k) for k, path in layer_reports.items()]
+    return render("pipeline.html.j2", name=name, strips=strips, held_back=held_back, links=links)
 
 
 def write_pipeline_report(

@@ -8,6 +8,8 @@ with) the way GitHub would show it in a pull-request comment.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import subprocess
 import xml.etree.ElementTree as ET
@@ -125,6 +127,16 @@ def test_html_report_shows_hostile_data_as_text(reports: dict[str, Path]) -> Non
     assert sorted(str(a["data-partition"]) for a in cells) == sorted(EVIL)
     data_block = page.split('id="report-data">')[1].split("</script>")[0]
     assert "<" not in data_block and json.loads(data_block)["partitions"] == len(EVIL)
+
+
+def test_the_content_security_policy_allows_the_page_script(reports: dict[str, Path]) -> None:
+    """The script runs only by its hash: the page must hold report.js exactly as html.py hashed it
+    (a whitespace control added to the template's include would otherwise block the script)."""
+    page = reports["html"].read_text()
+    assert page.count("<script>") == 1
+    script = page.split("<script>", 1)[1].split("</script>", 1)[0]
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in page
 
 
 def test_markdown_report_renders_hostile_data_as_text(reports: dict[str, Path]) -> None:
