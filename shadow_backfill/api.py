@@ -66,6 +66,7 @@ class Backfill:
         `read_only`: a dry run's object: the state store is read as it is, never created, and
         the format writes nothing (`TableFormat.read_only`), fixed for the object's life."""
         self.config = config
+        self.live_table, self.shadow_table = config.live_table, config.shadow
         self.read_only = read_only
         self._config_scheme = PartitionScheme.from_spec(config.partition)
         self._spark = spark
@@ -114,14 +115,6 @@ class Backfill:
     @cached_property
     def transform(self) -> Transform:
         return load_transform(self.config, self.table.scheme, self._inputs)
-
-    @property
-    def live_table(self) -> str:
-        return self.config.live_table
-
-    @property
-    def shadow_table(self) -> str:
-        return self.config.shadow
 
     def holding_table(self, command: str) -> AbstractContextManager[None]:
         """The live table held for a writing command, or refused at once if a pipeline command
