@@ -37,16 +37,9 @@ from shadow_backfill.formats.base import (
     empty_frame,
     user_jars,
 )
-from shadow_backfill.formats.folder_log import (
-    LOCAL_FILES,
-    FileStore,
-    Folder,
-    FolderLog,
-    UnreadableFolders,
-    Version,
-    folder_text,
-    now_ms,
-)
+from shadow_backfill.formats.folder_files import LOCAL_FILES, FileStore, folder_text
+from shadow_backfill.formats.folder_log import FolderLog, UnreadableFolders
+from shadow_backfill.formats.folder_versions import Folder, Version, now_ms
 from shadow_backfill.formats.locations import normalize_location
 from shadow_backfill.formats.object_files import S3Files, bucket_of, on_s3, s3_client
 from shadow_backfill.formats.parquet_metastore import MetastorePlacement, create_table, quoted_name, table_location
