@@ -22,278 +22,31 @@ the validated shadow version) *pins* the table: a shared lock on `<root>/_shadow
 that every switch and every `gc` deletion waits for exclusively. A folder is therefore never
 moved or deleted while a pinned job lists or reads it.
 
-Every file operation goes through a `FileStore`. `LocalFiles` gives the POSIX guarantees the
-log relies on: an exclusive create by `link`, `rename` for the path switch, and `flock`s.
-`object_files.S3Files` holds the log of a metastore table on S3, whose switch moves no data:
-its locks are leases in the state store, and its exclusive create a check and a put under the
-table's lock (see docs/design/decisions.md, Parquet on object storage).
+Every file operation goes through a `folder_files.FileStore` (`LocalFiles` on a disk,
+`object_files.S3Files` on a bucket), and every move of a folder through a
+`folder_placements.Placement`: this module holds only the log's order of steps and its locks.
 """
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import itertools
-import json
-import os
 import posixpath
-import shutil
-import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Protocol
-from urllib.parse import unquote
 
-from shadow_backfill import testpoints
+from shadow_backfill.formats.folder_files import LOCAL_FILES, FileStore, count_rows, fingerprint, folder_text
+from shadow_backfill.formats.folder_placements import Placement, RenamePlacement
+from shadow_backfill.formats.folder_versions import Folder, Version, now_ms
 
 META = "_shadow_backfill"
 PIN_ATTEMPTS = 20  # a pin waits for at most this many other writers' switches to finish
 STAGING_GRACE_MS = 6 * 3600 * 1000  # an uncommitted generation younger than this may be in flight
 
 
-@dataclass(frozen=True)
-class Folder:
-    """One partition folder's data at one version: which generation holds it, and its facts."""
-
-    key: str
-    gid: str
-    fingerprint: str
-    rows: int
-    location: str | None = None  # where the data stays (metastore tables); None: by position
-
-
-@dataclass(frozen=True)
-class Version:
-    """The table's whole state after one commit."""
-
-    version: int
-    timestamp_ms: int
-    operation: str
-    properties: dict[str, str]
-    touched: list[str]  # partition keys this version changed
-    schema: str  # Spark StructType JSON
-    partition_columns: list[str]
-    table_id: str
-    folders: dict[str, Folder] = field(default_factory=dict)  # folder name -> its data
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> Version:
-        raw = json.loads(text)
-        raw["folders"] = {name: Folder(**f) for name, f in raw["folders"].items()}
-        return cls(**raw)
-
-    def keys(self) -> set[str]:
-        return {f.key for f in self.folders.values()}
-
-
-class FileStore(Protocol):
-    """The few file operations the log and its placements use, on paths given as strings (a
-    `Path` would fold `s3a://` into `s3a:/`). Kept this small so that another store can hold a
-    log: list, read, create once, delete, and each file's size and time for fingerprints."""
-
-    def exists(self, path: str) -> bool: ...
-
-    def is_dir(self, path: str) -> bool: ...
-
-    def children(self, path: str) -> list[tuple[str, bool]]:
-        """(name, is a folder) of each entry right under `path`, sorted by name; none if absent."""
-        ...
-
-    def files(self, path: str) -> list[tuple[str, int, int]]:
-        """(path relative to `path`, size, modification time in ns) of every file below it, in
-        the order `fingerprint` hashes them: always the same for the same files (a store's own
-        order; fingerprints are compared only with the same store's)."""
-        ...
-
-    def read_text(self, path: str) -> str: ...
-
-    def create_new(self, path: str, text: str) -> None:
-        """Create a file holding `text`, whole or not at all; FileExistsError if one is there."""
-        ...
-
-    def touch(self, path: str) -> None: ...
-
-    def make_dirs(self, path: str) -> None: ...
-
-    def rename(self, src: str, dst: str) -> None: ...
-
-    def delete_tree(self, path: str) -> None: ...
-
-    def modified_ms(self, path: str) -> float: ...
-
-    def parquet_rows(self, path: str) -> int:
-        """Rows in the Parquet files below `path`, from their footers (no Spark job)."""
-        ...
-
-    def lock(self, path: str, exclusive: bool) -> AbstractContextManager[None]:
-        """Held across processes until the block ends, and let go if the holder dies."""
-        ...
-
-
-class LocalFiles:
-    """A local or mounted file system: the store whose `link`, `rename` and `flock` give the log
-    its exclusive create, the path switch and its locks. Errors other than a missing file are
-    raised, as `pathlib` raises them: a folder that cannot be read must never pass for one that
-    is gone (a switch would take it as moved into place)."""
-
-    def exists(self, path: str) -> bool:
-        return Path(path).exists()
-
-    def is_dir(self, path: str) -> bool:
-        return Path(path).is_dir()
-
-    def children(self, path: str) -> list[tuple[str, bool]]:
-        base = Path(path)
-        if not base.is_dir():
-            return []
-        return sorted((child.name, child.is_dir()) for child in base.iterdir())
-
-    def files(self, path: str) -> list[tuple[str, int, int]]:
-        out = []
-        for dirpath, dirnames, filenames in os.walk(path):
-            dirnames.sort()
-            for name in sorted(filenames):
-                full = Path(dirpath) / name
-                st = full.stat()
-                out.append((str(full.relative_to(path)), st.st_size, st.st_mtime_ns))
-        return out
-
-    def read_text(self, path: str) -> str:
-        return Path(path).read_text()
-
-    def create_new(self, path: str, text: str) -> None:
-        """Written to a temporary file and synced first, then linked into place: `link` fails if
-        the name exists, so two writers can never both create one version."""
-        tmp = posixpath.join(posixpath.dirname(path), f".{uuid.uuid4().hex}.tmp")
-        with open(tmp, "w") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        try:
-            os.link(tmp, path)
-        finally:
-            os.unlink(tmp)
-
-    def touch(self, path: str) -> None:
-        Path(path).touch()
-
-    def make_dirs(self, path: str) -> None:
-        os.makedirs(path, exist_ok=True)
-
-    def rename(self, src: str, dst: str) -> None:
-        os.rename(src, dst)
-
-    def delete_tree(self, path: str) -> None:
-        shutil.rmtree(path, ignore_errors=True)
-
-    def modified_ms(self, path: str) -> float:
-        return os.stat(path).st_mtime * 1000
-
-    def parquet_rows(self, path: str) -> int:
-        import pyarrow.parquet as pq
-
-        return sum(
-            pq.read_metadata(Path(dirpath) / name).num_rows
-            for dirpath, _, filenames in os.walk(path)
-            for name in filenames
-            if not name.startswith((".", "_"))
-        )
-
-    @contextmanager
-    def lock(self, path: str, exclusive: bool) -> Iterator[None]:
-        """A `flock` on `path`: the kernel lets it go when its holder dies, so a killed writer
-        never blocks the next one. Tried without blocking first, so that a test can see a writer
-        start to wait (`testpoints.FOLDER_LOCK_WAITS`) instead of guessing it from time."""
-        mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
-        with open(path, "a+") as handle:
-            try:
-                fcntl.flock(handle.fileno(), mode | fcntl.LOCK_NB)
-            except BlockingIOError:
-                testpoints.reached(testpoints.FOLDER_LOCK_WAITS)
-                fcntl.flock(handle.fileno(), mode)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
-LOCAL_FILES = LocalFiles()
-
-
-class Placement(Protocol):
-    """How readers are pointed at a partition folder's data: by renaming folders into place under
-    the root (path datasets), or by a metastore partition's location (tables by name)."""
-
-    located: bool  # folders keep their own location (recorded in the log) instead of moving
-
-    def current(self, log: FolderLog, latest: Version | None) -> dict[str, str]:
-        """Each partition folder readers see now, and where its data is."""
-
-    def switch(self, log: FolderLog, name: str, old: Folder | None, new: Folder | None, version: int) -> None:
-        """Point readers of folder `name` from `old` to `new` (None: no such partition); idempotent."""
-
-    def settled(self) -> None:
-        """Called after a switch finished (a metastore table's cached listings are refreshed)."""
-
-
-class RenamePlacement:
-    """Path datasets: the current data of `ds=X` is `<root>/ds=X`; a switch renames the current
-    folder into its generation folder and the new one into place."""
-
-    located = False
-
-    def current(self, log: FolderLog, latest: Version | None) -> dict[str, str]:
-        return {posixpath.basename(child): child for child, _ in log.partition_folders(log.root)}
-
-    def switch(self, log: FolderLog, name: str, old: Folder | None, new: Folder | None, version: int) -> None:
-        files = log.files
-        live = posixpath.join(log.root, name)
-        if old is not None and new is not None and old.gid == new.gid:
-            return
-        staged = posixpath.join(log.gen_dir(new.gid), name) if new is not None else None
-        if staged is not None and not files.exists(staged):
-            return  # moved into place already
-        if files.exists(live):
-            kept = posixpath.join(log.gen_dir(old.gid if old is not None else f"displaced-{version}"), name)
-            if not files.exists(kept):
-                files.make_dirs(posixpath.dirname(kept))
-                files.rename(live, kept)
-        if staged is not None:
-            files.rename(staged, live)
-
-    def settled(self) -> None:
-        return None
-
-
-def fingerprint(folder: str | Path, files: FileStore = LOCAL_FILES) -> str:
-    """A digest of every file under `folder` (path, size, mtime): a rename keeps all three, so a
-    generation moved into place keeps its fingerprint; another writer's files change it."""
-    digest = hashlib.sha256()
-    for relative, size, mtime_ns in files.files(str(folder)):
-        digest.update(f"{relative}\0{size}\0{mtime_ns}\n".encode())
-    return digest.hexdigest()
-
-
-def count_rows(folder: str | Path, files: FileStore = LOCAL_FILES) -> int:
-    """Rows in the Parquet files under `folder`, from their footers (no Spark job)."""
-    return files.parquet_rows(str(folder))
-
-
-def folder_text(name: str) -> str | None:
-    """The partition value text of a folder `col=value` (Hive escaping undone)."""
-    _, sep, value = name.partition("=")
-    return unquote(value) if sep else None
-
-
 class UnreadableFolders(Exception):
     """Known partition folders that no longer read as partitions (the format raises it as the
-    config error it is; this module imports nothing of the package, see test_folder_switch)."""
+    config error it is: the log leaves what a refusal means, and its exit code, to its caller)."""
 
 
 class FolderLog:
@@ -594,7 +347,3 @@ class FolderLog:
                 in_gen = posixpath.basename(posixpath.dirname(parent)) == "gen" and self.files.is_dir(parent)
                 if in_gen and not any(is_dir for _, is_dir in self.files.children(parent)):
                     self.files.delete_tree(parent)  # a generation with no folder left
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)

@@ -1,4 +1,4 @@
-"""The folder log of a Parquet table by name, kept on S3: `folder_log.FileStore` over pyarrow's
+"""The folder log of a Parquet table by name, kept on S3: `folder_files.FileStore` over pyarrow's
 S3 client, with the state store's leases as its locks.
 
 A table by name is switched by its metastore partitions' locations (`parquet_metastore.py`), so
@@ -73,7 +73,7 @@ def s3_client(setting: Callable[[str], str | None], bucket: str) -> Any:
 
 
 class S3Files:
-    """`folder_log.FileStore` on S3 (see the module docstring). `locks` gives the lock service
+    """`folder_files.FileStore` on S3 (see the module docstring). `locks` gives the lock service
     when a lock is first taken; without one, a lock is refused rather than faked."""
 
     def __init__(self, client: Any, locks: Callable[[], LockService] | None) -> None:

@@ -11,69 +11,46 @@ The replaced folders are kept as the rollback target until `gc` deletes them aft
 `promote.retention_days`. Any other reader keeps reading plain `col=value/` folders.
 
 The backfill column must be the first partition column (its folders hold the others).
+
+This module is the `TableFormat` interface over two of its own: where a table may lie
+(`parquet_paths.py`), and the versions the format records and reads back (`parquet_versions.py`).
 """
 
 from __future__ import annotations
 
-import json
-import posixpath
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from functools import reduce
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
-from shadow_backfill.errors import ConfigError, RefusedError
-from shadow_backfill.formats.base import (
-    Bound,
-    Commit,
-    PartitionFacts,
-    TableFormat,
-    TableIdentity,
-    empty_frame,
-    user_jars,
-)
-from shadow_backfill.formats.folder_log import (
-    LOCAL_FILES,
-    FileStore,
-    Folder,
-    FolderLog,
-    UnreadableFolders,
-    Version,
-    folder_text,
-    now_ms,
-)
+from shadow_backfill.errors import RefusedError
+from shadow_backfill.formats.base import Bound, Commit, PartitionFacts, TableFormat, TableIdentity, user_jars
+from shadow_backfill.formats.folder_files import LOCAL_FILES, FileStore
+from shadow_backfill.formats.folder_log import FolderLog
+from shadow_backfill.formats.folder_versions import Folder, Version
 from shadow_backfill.formats.locations import normalize_location
 from shadow_backfill.formats.object_files import S3Files, bucket_of, on_s3, s3_client
 from shadow_backfill.formats.parquet_metastore import MetastorePlacement, create_table, quoted_name, table_location
+from shadow_backfill.formats.parquet_paths import dataset_path, is_name, named_table_path, nested_names
+from shadow_backfill.formats.parquet_versions import (
+    ParquetConflict,
+    VersionExpired,
+    check_columns,
+    first_version,
+    read_folders,
+    schema_of,
+    synced,
+    touched_since,
+    widened,
+)
 from shadow_backfill.formats.settings import S3A_SETTINGS, SessionSettings
 from shadow_backfill.partitions import PartitionScheme
 
-# Why Parquet by path stays on local or mounted file systems: its switch renames folders into
-# place, and on an object store a rename is a copy and a delete per object, which readers see
-# half done. A table by name is switched by partition locations instead (no data moves), so it
-# can live on S3, its log there too (`object_files.py`). Iceberg and Delta commit atomically.
-OBJECT_STORE_REFUSAL = (
-    "Parquet tables by path on object storage are not supported (their switch renames folders, a copy "
-    "and a delete per object there); name the table in your metastore (db.table), keep it on a local or "
-    "mounted file system, or use Iceberg or Delta"
-)
-NOT_S3_REFUSAL = (
-    "Parquet tables by name are supported on a local or mounted file system and on S3 (s3a://) only; "
-    "use Iceberg or Delta there"
-)
-
-
-class ParquetConflict(RefusedError):
-    """A version after the one a commit was bound to touched its partitions."""
-
-
-class VersionExpired(RefusedError):
-    """The folders of a kept version were deleted by `gc` after their retention."""
+# The refusals a caller may catch stay importable from the format's own module.
+__all__ = ["ParquetConflict", "ParquetFormat", "VersionExpired"]
 
 
 class ParquetFormat(TableFormat):
@@ -96,10 +73,7 @@ class ParquetFormat(TableFormat):
         jars = user_jars(settings)
         return {} if jars is None else {"spark.jars": jars}
 
-    @staticmethod
-    def is_name(table: str) -> bool:
-        """A metastore table (`db.events`), not a folder: no `/` and no URL scheme."""
-        return "/" not in table and "://" not in table
+    is_name = staticmethod(is_name)
 
     def path(self, table: str) -> str:
         """The folder holding the table: a path as given (relative to the config's folder), or the
@@ -109,15 +83,8 @@ class ParquetFormat(TableFormat):
                 if not self.spark.catalog.tableExists(table):
                     raise LookupError(f"Parquet table {table!r} does not exist in the Spark catalog")
                 self._locations[table] = table_location(self.spark, table)
-            location = self._locations[table]
-            if "://" in location and not on_s3(location):
-                raise ConfigError(f"Parquet table {table!r} lies at {location}: {NOT_S3_REFUSAL}")
-            return location
-        if table.startswith("file:"):
-            table = table.removeprefix("file:").replace("///", "/", 1)
-        if "://" in table:
-            raise ConfigError(f"Parquet table {table!r}: {OBJECT_STORE_REFUSAL}")
-        return table if table.startswith("/") else str(self.base_dir / table)
+            return named_table_path(table, self._locations[table])
+        return dataset_path(table, self.base_dir)
 
     def _files(self, path: str) -> FileStore:
         """The store a table's folders and log lie in: a local or mounted file system, or S3 for
@@ -157,7 +124,7 @@ class ParquetFormat(TableFormat):
         if self.read_only:
             return self._as_logged(table, log)
         with log.locked():
-            latest = _synced(log, lambda found: self._first_version(table, found))
+            latest = synced(log, lambda found: self._first_version(table, found))
         assert latest is not None
         return latest
 
@@ -177,27 +144,10 @@ class ParquetFormat(TableFormat):
             raise LookupError(f"Parquet table {table!r} has no partition folders {self.scheme.column}=...")
         else:
             schema = self.spark.read.parquet(self.path(table)).schema
-            nested = _nested_names(self._files(self.path(table)), self.path(table))
+            nested = nested_names(self._files(self.path(table)), self.path(table))
             columns = [c for c in schema.fieldNames() if any(n.startswith(f"{c}=") for n in nested)]
-        self._check_columns(table, columns)
-        return Version(
-            0,
-            now_ms(),
-            "ADOPT",
-            {},
-            sorted({f.key for f in found.values()}),
-            schema.json(),
-            columns,
-            uuid.uuid4().hex,
-            found,
-        )
-
-    def _check_columns(self, table: str, columns: Sequence[str]) -> None:
-        if not columns or columns[0] != self.scheme.column:
-            raise ConfigError(
-                f"Parquet table {table!r} must be partitioned first by {self.scheme.column!r} "
-                f"(folders {self.scheme.column}=.../), found partition columns {list(columns)}"
-            )
+        check_columns(table, self.scheme.column, columns)
+        return first_version("ADOPT", found, schema, columns)
 
     # ---- introspection ------------------------------------------------------------------------
 
@@ -208,7 +158,7 @@ class ParquetFormat(TableFormat):
         return log.has_log() or log.has_folders()
 
     def schema(self, table: str) -> StructType:
-        return StructType.fromJson(json.loads(self._latest(table).schema))
+        return schema_of(self._latest(table))
 
     def partition_facts(self, table: str, column: str) -> PartitionFacts | None:
         """Read from the catalog, the log as written, or (a dataset never seen) Spark's reading of
@@ -219,7 +169,7 @@ class ParquetFormat(TableFormat):
                 return None
             schema = self.spark.table(table).schema
         elif (latest := self._log(table).latest()) is not None:
-            schema = StructType.fromJson(json.loads(latest.schema))
+            schema = schema_of(latest)
         elif self._has_folders_of(self.path(table), column):
             schema = self.spark.read.parquet(self.path(table)).schema
         else:
@@ -293,29 +243,9 @@ class ParquetFormat(TableFormat):
         return frame
 
     def _frame(self, table: str, version: int | None, keys: set[str] | None) -> DataFrame:
-        """The wanted folders, read from wherever their generation lies now: the table's root for
-        current data, `gen/<gid>` for kept data, each read as a dataset of its own with the table's
-        schema (partition values typed from the folder names) and filtered to the wanted folders."""
         current = self._latest(table)
-        log = self._log(table)
         at = current if version is None else self._at(table, version)
-        schema = StructType.fromJson(json.loads(at.schema))
-        bases: dict[str, list[str]] = {}
-        for name, folder in sorted(at.folders.items()):
-            if keys is None or folder.key in keys:
-                path = log.where(name, folder, current)
-                if not log.files.exists(path):
-                    raise VersionExpired(f"version {version} of {table} is gone: gc deleted {path}")
-                bases.setdefault(posixpath.dirname(path), []).append(name)
-        if not bases:
-            return empty_frame(self.spark, schema)
-        column = at.partition_columns[0]
-        frames = []
-        for base, names in bases.items():
-            frame = self.spark.read.schema(schema).parquet(base)
-            frame = frame.filter(F.col(column).cast("string").isin([folder_text(n) for n in names]))
-            frames.append(frame.select(*schema.fieldNames()))
-        return reduce(lambda a, b: a.unionByName(b), frames)
+        return read_folders(self.spark, self._log(table), current, at, keys, f"version {version} of {table} is gone")
 
     def _at(self, table: str, version: int) -> Version:
         if version not in self._log(table).versions():
@@ -329,22 +259,12 @@ class ParquetFormat(TableFormat):
     ) -> None:
         if self.exists(table):
             raise RefusedError(f"Parquet table {table!r} exists already")
-        self._check_columns(table, partition_columns)
+        check_columns(table, self.scheme.column, partition_columns)
         if self.is_name(table):
             create_table(self.spark, table, schema, list(partition_columns))
         log = self._log(table)
         gid, staged = self._stage(table, log, schema, partition_columns, data)
-        first = Version(
-            0,
-            now_ms(),
-            "CREATE",
-            {},
-            sorted({f.key for f in staged.values()}),
-            schema.json(),
-            list(partition_columns),
-            uuid.uuid4().hex,
-            staged,
-        )
+        first = first_version("CREATE", staged, schema, partition_columns)
         with log.locked():
             if log.has_log():
                 log.files.delete_tree(log.gen_dir(gid))
@@ -391,26 +311,13 @@ class ParquetFormat(TableFormat):
                 super().add_columns(table, missing)
         log = self._log(table)
         with log.locked():
-            latest = _synced(log)
+            latest = synced(log)
             assert latest is not None
-            schema = StructType.fromJson(json.loads(latest.schema))
+            schema = schema_of(latest)
             fresh = [f for f in fields if f.name not in schema.fieldNames()]
             if not fresh:
                 return
-            wider = StructType([*schema.fields, *fresh])
-            log.commit(
-                Version(
-                    latest.version + 1,
-                    now_ms(),
-                    "ADD COLUMNS",
-                    {},
-                    [],
-                    wider.json(),
-                    latest.partition_columns,
-                    latest.table_id,
-                    dict(latest.folders),
-                )
-            )
+            log.commit(widened(latest, StructType([*schema.fields, *fresh])))
 
     def _overwrite(
         self, table: str, df: DataFrame, keys: Sequence[str], properties: Mapping[str, str], bound: Bound | None
@@ -422,7 +329,7 @@ class ParquetFormat(TableFormat):
             gid, operation = None, "RESTORE"  # the folders as of a version: repointed, not copied
             staged = {n: f for n, f in self._at(table, origin[1]).folders.items() if f.key in set(keys)}
         else:
-            schema = StructType.fromJson(json.loads(before.schema))
+            schema = schema_of(before)
             gid, staged = self._stage(table, log, schema, before.partition_columns, df)
             operation = "OVERWRITE"
         stray = sorted({f.key for f in staged.values()} - set(keys))
@@ -432,9 +339,9 @@ class ParquetFormat(TableFormat):
                 f"rows for partitions {stray[:5]} that were not asked for; nothing was written to {table}"
             )
         with log.locked():
-            latest = _synced(log)
+            latest = synced(log)
             assert latest is not None
-            if bound is not None and self._touched_since(log, bound.version, keys):
+            if bound is not None and touched_since(log, bound.version, keys):
                 self._discard(log, gid)
                 raise ParquetConflict(f"partitions of {table} changed after version {bound.version}")
             gone = [p for n, f in staged.items() if not log.files.exists(p := log.where(n, f, latest))]
@@ -448,11 +355,6 @@ class ParquetFormat(TableFormat):
     def _discard(log: FolderLog, gid: str | None) -> None:
         if gid is not None:
             log.files.delete_tree(log.gen_dir(gid))
-
-    @staticmethod
-    def _touched_since(log: FolderLog, since: int | None, keys: Sequence[str]) -> bool:
-        wanted = set(keys)
-        return any(wanted & set(v.touched) for v in log.all() if since is None or v.version > since)
 
     def is_validation_conflict(self, exc: BaseException) -> bool:
         return isinstance(exc, ParquetConflict)
@@ -469,28 +371,7 @@ class ParquetFormat(TableFormat):
         if dry_run or self.read_only:  # the log as it is: no lock taken, nothing settled
             return log.expired(older_than_ms, now_ms)
         with log.locked():
-            _synced(log)
+            synced(log)
             expired = log.expired(older_than_ms, now_ms)
             log.delete(expired)
         return expired
-
-
-def _synced(log: FolderLog, build_first: Callable[[dict[str, Folder]], Version] | None = None) -> Version | None:
-    """`FolderLog.sync`, whose refusal of folders that no longer read as partitions is a config
-    error (exit 2, nothing moved), not an engine error."""
-    try:
-        return log.sync(build_first)
-    except UnreadableFolders as exc:
-        raise ConfigError(str(exc)) from None
-
-
-def _nested_names(files: FileStore, root: str) -> set[str]:
-    """Folder names `col=value` at every depth of the first partition path (the layout's columns)."""
-    names: set[str] = set()
-    level = root
-    while True:
-        subs = [n for n, is_dir in files.children(level) if is_dir and "=" in n and not n.startswith(("_", "."))]
-        if not subs:
-            return names
-        names.add(subs[0])
-        level = posixpath.join(level, subs[0])

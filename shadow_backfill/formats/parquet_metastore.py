@@ -21,7 +21,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
 from shadow_backfill.errors import ConfigError
-from shadow_backfill.formats.folder_log import Folder, FolderLog, Version, folder_text
+from shadow_backfill.formats.folder_files import folder_text
+from shadow_backfill.formats.folder_placements import PlacedLog
+from shadow_backfill.formats.folder_versions import Folder, Version
 from shadow_backfill.partitions import PartitionValue, quote_identifier, sql_literal
 
 
@@ -98,7 +100,7 @@ class MetastorePlacement:
                 return _local_or_uri(str(r["data_type"]))
         raise ConfigError(f"partition {partition} of {self.name} has no location")
 
-    def _leaves(self, log: FolderLog, folder: str) -> list[str]:
+    def _leaves(self, log: PlacedLog, folder: str) -> list[str]:
         """Partition paths below a folder, relative to it ("" for a one-column table)."""
         _, columns = self._schema()
         level = [""]
@@ -114,7 +116,7 @@ class MetastorePlacement:
             level = below
         return level
 
-    def current(self, log: FolderLog, latest: Version | None) -> dict[str, str]:
+    def current(self, log: PlacedLog, latest: Version | None) -> dict[str, str]:
         out: dict[str, str] = {}
         for partition in self._partitions():
             name, _, rest = partition.partition("/")
@@ -130,7 +132,7 @@ class MetastorePlacement:
             out[name] = folder
         return out
 
-    def switch(self, log: FolderLog, name: str, old: Folder | None, new: Folder | None, version: int) -> None:
+    def switch(self, log: PlacedLog, name: str, old: Folder | None, new: Folder | None, version: int) -> None:
         table = quoted_name(self.name)
         kept: set[str] = set()
         if new is not None and new.location is not None:

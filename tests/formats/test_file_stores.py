@@ -1,4 +1,4 @@
-"""The few file operations Parquet's version log stands on (`folder_log.FileStore`), kept alike by
+"""The few file operations Parquet's version log stands on (`folder_files.FileStore`), kept alike by
 the store on a disk (`LocalFiles`) and the one on S3 (`object_files.S3Files`, on the `s3` group's
 real server, its locks leases in a real state store). No Spark: the log reaches files only
 through these, so what they promise is tested here once per store."""
@@ -18,7 +18,7 @@ import pytest
 from support.object_store import BUCKET
 
 from shadow_backfill.errors import ConfigError
-from shadow_backfill.formats.folder_log import LOCAL_FILES, FileStore
+from shadow_backfill.formats.folder_files import LOCAL_FILES, FileStore
 from shadow_backfill.formats.object_files import S3Files
 from shadow_backfill.state import StateStore
 from shadow_backfill.state.locks import LeaseLocks

@@ -24,7 +24,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from shadow_backfill.formats import folder_log
-from shadow_backfill.formats.folder_log import Folder, FolderLog, Version, count_rows, fingerprint
+from shadow_backfill.formats.folder_files import count_rows, fingerprint
+from shadow_backfill.formats.folder_log import FolderLog
+from shadow_backfill.formats.folder_versions import Folder, Version
 
 TRIALS = 24
 SEED = 20261124
@@ -32,13 +34,15 @@ OLD = [f"2024-01-{d:02d}" for d in range(1, 21)]  # 20 partitions in live
 SWITCHED = [*OLD[4:16], "2024-01-21", "2024-01-22"]  # 12 replaced, 2 added...
 CLEARED = OLD[16:18]  # ...and 2 cleared (the new logic returned no rows for them)
 RENAME_S = 0.02
+LOG_FILE = Path(folder_log.__file__).resolve()
+PACKAGE_ROOT = str(LOG_FILE.parents[2])  # the folder holding shadow_backfill/
 
 CHILD = """
-import importlib.util, os, sys, time
-spec = importlib.util.spec_from_file_location("folder_log", sys.argv[3])
-module = sys.modules["folder_log"] = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)  # the module alone: no package import, a start of milliseconds
-FolderLog, Version = module.FolderLog, module.Version
+import os, sys, time
+sys.path.insert(0, sys.argv[3])  # the package the parent runs, not another installed copy
+from shadow_backfill.formats import folder_log
+from shadow_backfill.formats.folder_log import FolderLog
+from shadow_backfill.formats.folder_versions import Version
 real = os.rename
 def slow(a, b):
     time.sleep({delay})
@@ -46,7 +50,7 @@ def slow(a, b):
 os.rename = slow
 log = FolderLog(sys.argv[1], "ds", lambda text: text)
 version = Version.from_json(open(sys.argv[2]).read())
-print("ready", flush=True)
+print("ready", os.path.realpath(folder_log.__file__), flush=True)
 time.sleep({delay} * 5)
 with log.locked():
     log.commit(version)
@@ -112,11 +116,12 @@ def test_killed_switch_ends_all_old_or_all_new(tmp_path: Path) -> None:
         spec = tmp_path / f"t{trial}" / "v1.json"
         spec.write_text(version.to_json())
         proc = subprocess.Popen(
-            [sys.executable, "-c", CHILD.format(delay=RENAME_S), str(root), str(spec), folder_log.__file__],
+            [sys.executable, "-c", CHILD.format(delay=RENAME_S), str(root), str(spec), PACKAGE_ROOT],
             start_new_session=True,
             stdout=subprocess.PIPE,
         )
-        assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
+        # the child switches with the very log code this process checks, loaded by its package
+        assert proc.stdout is not None and proc.stdout.readline().decode().strip() == f"ready {LOG_FILE}"
         time.sleep(rng.uniform(0.0, span))
         how = "finished before the kill" if proc.poll() is not None else "killed"
         if how == "killed":
