@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from shadow_backfill.documents.cli import PlannedPartitionDoc, RunPlanDoc, WindowDoc
 from shadow_backfill.vocabulary import PartitionStatus
 
 if TYPE_CHECKING:
@@ -57,31 +58,36 @@ class RunPlan:
     def to_skip(self) -> list[str]:
         return [p.partition for p in self.partitions if p.action == "skip"]
 
+    def as_document(self) -> RunPlanDoc:
+        """The `--json` document: one object, its fields part of the CLI's contract
+        (docs/run-plan.schema.json)."""
+        return RunPlanDoc(
+            live_table=self.live_table,
+            shadow_table=self.shadow_table,
+            window=_window_doc(self.window),
+            recompute=self.to_recompute,
+            skip=self.to_skip,
+            max_parallel=self.max_parallel,
+            chunk_size=self.chunk_size,
+            chunks=self.chunks,
+            partitions=[PlannedPartitionDoc(**vars(p)) for p in self.partitions],
+        )
+
     def as_dict(self) -> dict[str, Any]:
-        """The `--json` document: one object, its field names part of the CLI's contract."""
-        return {
-            "live_table": self.live_table,
-            "shadow_table": self.shadow_table,
-            "window": _window_dict(self.window),
-            "recompute": self.to_recompute,
-            "skip": self.to_skip,
-            "max_parallel": self.max_parallel,
-            "chunk_size": self.chunk_size,
-            "chunks": self.chunks,
-            "partitions": [vars(p) for p in self.partitions],
-        }
+        """The `--json` document as plain values, for a caller of the Python API."""
+        return self.as_document().model_dump(mode="json")
 
 
-def _window_dict(window: Window | None) -> dict[str, Any] | None:
+def _window_doc(window: Window | None) -> WindowDoc | None:
     if window is None:
         return None
-    return {
-        "now": window.now.isoformat(),
-        "lag_seconds": int(window.lag.total_seconds()),
-        "last": window.last,
-        "time_zone": window.zone,
-        "complete_before": window.cutoff.astimezone(dt.timezone.utc).isoformat(),
-    }
+    return WindowDoc(
+        now=window.now.isoformat(),
+        lag_seconds=int(window.lag.total_seconds()),
+        last=window.last,
+        time_zone=window.zone,
+        complete_before=window.cutoff.astimezone(dt.timezone.utc).isoformat(),
+    )
 
 
 def plan_run(recompute: Recompute, options: RunOptions, window: Window | None = None) -> RunPlan:

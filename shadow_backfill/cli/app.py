@@ -6,7 +6,6 @@ summary lines in `render.py`.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,6 +46,8 @@ from shadow_backfill.cli.selection import (
     show_dry_run,
 )
 from shadow_backfill.config import load_config
+from shadow_backfill.documents import dump
+from shadow_backfill.documents.cli import HistoryDoc, StatusDoc
 from shadow_backfill.errors import UsageError
 from shadow_backfill.formats import FORMATS, format_names
 from shadow_backfill.preflight import backfill_checks, canary_checks, promote_checks
@@ -165,7 +166,7 @@ def status(
     bf = open_backfill(config)
     rows = bf.status_rows()
     if as_json:
-        sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
+        sys.stdout.write(dump(StatusDoc.model_validate(rows)))
         return
     from shadow_backfill.state.store import shown_url  # SQLAlchemy: not for every command's start
 
@@ -307,7 +308,7 @@ def history(
     """Promotions and rollbacks of the live table, oldest first (from the state store; no Spark)."""
     recs = open_backfill(config).history(reconcile_live=reconcile)
     if as_json:
-        sys.stdout.write(json.dumps([r.as_dict() for r in recs], indent=2, default=str) + "\n")
+        sys.stdout.write(dump(HistoryDoc.model_validate([r.as_dict() for r in recs])))
         return
     out.print(history_table(recs))
 

@@ -4,10 +4,9 @@ before PySpark is imported."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
@@ -25,6 +24,8 @@ from shadow_backfill.cli.output import (
 )
 from shadow_backfill.cli.render import print_run_plan, run_summary
 from shadow_backfill.cli.selection import Asked, DryRunOption, JsonOption, Selection, selection_options
+from shadow_backfill.documents import dump
+from shadow_backfill.documents.pipeline import PipelineHistoryDoc, PipelinePlanDoc
 from shadow_backfill.errors import UsageError
 from shadow_backfill.outcome import pipeline_backfill_outcome, pipeline_run_outcome, pipeline_validation_outcome
 from shadow_backfill.pipeline.preflight import check_layers
@@ -95,8 +96,8 @@ def show_dry_run(p: Pipeline, keys: Selection, max_parallel: int | None, force: 
     """Each layer's plan (a table each, or with `--json` one document keyed by layer)."""
     plans = p.dry_run(keys.start, keys.end, keys.partitions, max_parallel=max_parallel, force=force, window=keys.window)
     if as_json:
-        doc = {"pipeline": p.file.name, "layers": {key: plan.as_dict() for key, plan in plans.items()}}
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        layers = {key: plan.as_document() for key, plan in plans.items()}
+        sys.stdout.write(dump(PipelinePlanDoc(pipeline=p.file.name, layers=layers)))
         return
     for plan in plans.values():
         print_run_plan(plan)
@@ -209,7 +210,7 @@ def status(
     p = open_pipeline(pipeline)
     verdicts = p.verdicts(p.selected(asked.start, asked.end, split_partitions(asked.partitions)))
     if as_json:
-        sys.stdout.write(json.dumps(pipeline_document(p.file.name, p.order, verdicts), indent=2) + "\n")
+        sys.stdout.write(dump(pipeline_document(p.file.name, p.order, verdicts)))
         return
     out.print(verdict_table(p.order, PipelineValidation(verdicts)))
 
@@ -257,9 +258,8 @@ def history(
 ) -> None:
     """The pipeline's promotions and rollbacks of the set, oldest first (no Spark)."""
     recs = open_pipeline(pipeline).history()
-    rows: list[dict[str, Any]] = [r.as_dict() for r in recs]
     if as_json:
-        sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
+        sys.stdout.write(dump(PipelineHistoryDoc.model_validate([r.as_dict() for r in recs])))
         return
     table = Table(title="pipeline history")
     for head in ("id", "kind", "state", "partitions", "members", "undone by"):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -19,6 +18,7 @@ import typer
 
 from shadow_backfill.cli.output import split_partitions
 from shadow_backfill.cli.render import print_run_plan
+from shadow_backfill.documents import dump
 from shadow_backfill.errors import UsageError
 from shadow_backfill.partitions import MAX_PARTITIONS
 from shadow_backfill.preflight import check_before_engine
@@ -199,6 +199,6 @@ def show_dry_run(
         window=chosen.window,
     )
     if as_json:
-        sys.stdout.write(json.dumps(plan.as_dict(), indent=2) + "\n")
+        sys.stdout.write(dump(plan.as_document()))
     else:
         print_run_plan(plan)

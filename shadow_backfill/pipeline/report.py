@@ -4,39 +4,44 @@ scripts, Markdown for a pull request, HTML for people. Every data-derived string
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import cast
 
+from shadow_backfill.documents import dump
+from shadow_backfill.documents.pipeline import (
+    PIPELINE_SCHEMA_VERSION,
+    CrossCheckDoc,
+    LayerVerdict,
+    PipelineDoc,
+    PipelinePartitionDoc,
+)
 from shadow_backfill.pipeline.gate import PipelineVerdict
 from shadow_backfill.report.markdown import ICON, md
 from shadow_backfill.report.templating import render
 
-PIPELINE_SCHEMA_VERSION = 1
 
-
-def pipeline_document(name: str, order: Sequence[str], verdicts: Sequence[PipelineVerdict]) -> dict[str, Any]:
+def pipeline_document(name: str, order: Sequence[str], verdicts: Sequence[PipelineVerdict]) -> PipelineDoc:
     """pipeline.json: per partition, each layer's verdict (null: not validated; `blocked`),
-    the cross-layer checks, the pipeline's verdict and what failed it."""
-    return {
-        "schema_version": PIPELINE_SCHEMA_VERSION,
-        "pipeline": name,
-        "layers": list(order),
-        "partitions": [
-            {
-                "partition": v.partition,
-                "verdict": str(v.verdict),
-                "layers": {k: (str(s) if s is not None else None) for k, s in v.layers.items()},
-                "checks": [
-                    {"name": c.name, "status": str(c.status), "observed": c.observed, "message": c.message}
+    the cross-layer checks, the pipeline's verdict and what failed it (docs/pipeline.schema.json)."""
+    return PipelineDoc(
+        schema_version=PIPELINE_SCHEMA_VERSION,
+        pipeline=name,
+        layers=list(order),
+        partitions=[
+            PipelinePartitionDoc(
+                partition=v.partition,
+                verdict=v.verdict,
+                layers=cast("dict[str, LayerVerdict]", v.layers),  # each word checked here
+                checks=[
+                    CrossCheckDoc(name=c.name, status=c.status, observed=c.observed, message=c.message)
                     for c in v.checks
                 ],
-                "failed_in": v.failed_in,
-            }
+                failed_in=v.failed_in,
+            )
             for v in verdicts
         ],
-    }
+    )
 
 
 def _markdown(name: str, order: Sequence[str], verdicts: Sequence[PipelineVerdict]) -> str:
@@ -87,6 +92,6 @@ def write_pipeline_report(
     out.mkdir(parents=True, exist_ok=True)
     paths = {"html": out / "pipeline.html", "json": out / "pipeline.json", "markdown": out / "pipeline.md"}
     paths["html"].write_text(_html(name, order, verdicts, layer_reports, out))
-    paths["json"].write_text(json.dumps(pipeline_document(name, order, verdicts), indent=2) + "\n")
+    paths["json"].write_text(dump(pipeline_document(name, order, verdicts)))
     paths["markdown"].write_text(_markdown(name, order, verdicts))
     return paths

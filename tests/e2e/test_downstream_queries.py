@@ -3,12 +3,11 @@ canary promotion on live before the rest of the partitions follow."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support import DRIFT, END, QUIET, START, MakeBackfill
+from support import DRIFT, END, QUIET, START, MakeBackfill, published
 from typer.testing import CliRunner
 
 from shadow_backfill.cli.app import app
@@ -98,7 +97,7 @@ def test_a_canary_that_passes_on_live_lets_the_rest_follow(make: MakeBackfill, t
     assert (canary.step, rest.step, rest.steps_of) == ("canary", "rest", canary.id)
     assert canary.partitions == bf.scheme.expand(START, END)[:3] and len(rest.partitions) == 7
     history = CliRunner().invoke(app, ["history", cfg, "--json"])
-    steps = [(h["step"], h["steps_of"]) for h in json.loads(history.stdout)]
+    steps = [(h["step"], h["steps_of"]) for h in published(history.stdout, "history.schema.json")]
     assert steps == [("canary", canary.id), ("rest", canary.id)]
 
 

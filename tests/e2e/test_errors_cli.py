@@ -8,7 +8,7 @@ import socket
 import subprocess
 
 import yaml
-from support import END, QUIET, START, MakeBackfill
+from support import END, QUIET, START, MakeBackfill, published
 from typer.testing import CliRunner
 
 from shadow_backfill.cli import app
@@ -83,3 +83,4 @@ def test_failure_text_that_looks_like_markup_prints_as_typed(make: MakeBackfill)
     assert "[/]" in status.output and "[red]" in status.output, status.output
     as_json = CliRunner().invoke(app, ["status", cfg, "--json"])
     assert "[/] unbalanced [red]markup[/bold] in a message" in as_json.output
+    assert any("[red]markup" in (r["error"] or "") for r in published(as_json.stdout, "status.schema.json"))

@@ -4,7 +4,6 @@ Spark."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -12,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from support import MakeBackfill, validated
+from support import MakeBackfill, published, validated
 
 from shadow_backfill.session import IVY_SETTINGS
 
@@ -53,16 +52,16 @@ def test_json_is_the_only_thing_on_stdout(make_backfill: MakeBackfill, tmp_path:
     started = _cli(cfg, home, "history", "--json", "--reconcile")
     assert started.returncode == 0, started.stderr[-3000:]
     assert ":: loading settings ::" in started.stderr, "Ivy did not run: the test would prove nothing"
-    assert [h["id"] for h in json.loads(started.stdout)] == [rec.id]
+    assert [h["id"] for h in published(started.stdout, "history.schema.json")] == [rec.id]
 
     # Without Java at all, the state-store commands still answer: they never start Spark.
     no_java = {"JAVA_HOME": str(tmp_path / "no-java"), "PATH": os.path.dirname(sys.executable)}
     history = _cli(cfg, home, "history", "--json", env=no_java)
     assert history.returncode == 0, history.stderr[-3000:]
-    assert [h["id"] for h in json.loads(history.stdout)] == [rec.id]
+    assert [h["id"] for h in published(history.stdout, "history.schema.json")] == [rec.id]
     status = _cli(cfg, home, "status", "--json", env=no_java)
     assert status.returncode == 0, status.stderr[-3000:]
-    assert len(json.loads(status.stdout)) == 10
+    assert len(published(status.stdout, "status.schema.json")) == 10
     report = _cli(cfg, home, "report", "--out", str(tmp_path / "report"), env=no_java)
     assert report.returncode == 0, report.stderr[-3000:]
     assert (tmp_path / "report" / "report.json").is_file()

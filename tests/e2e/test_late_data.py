@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 import sb_test_transforms as t
-from support import QUIET, MakeBackfill
+from support import QUIET, MakeBackfill, published
 from typer.testing import CliRunner
 
 from shadow_backfill.cli.app import app
@@ -21,7 +20,7 @@ LAST_THREE = ["2024-01-07", "2024-01-08", "2024-01-09"]
 def _plan(cfg: str) -> dict:  # type: ignore[type-arg]
     result = CliRunner().invoke(app, ["backfill", cfg, "--last", "3", "--lag", "2d", "--dry-run", "--json"])
     assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)  # type: ignore[no-any-return]
+    return published(result.stdout, "run-plan.schema.json")  # type: ignore[no-any-return]
 
 
 @pytest.mark.store

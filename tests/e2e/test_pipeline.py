@@ -6,7 +6,6 @@ that day too, and a rollback of the set restores all three."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import signal
 import sqlite3
@@ -24,7 +23,7 @@ import sb_test_transforms as t
 import yaml
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
-from support import END, START, MakeBackfill
+from support import END, START, MakeBackfill, published
 from support.backends import BACKENDS
 from support.clocks import Ticks
 from support.pipelines import TRANSFORMS
@@ -147,7 +146,7 @@ def test_the_cli_runs_a_pipeline_whose_sql_layer_reads_a_view(make_backfill: Mak
     # the plan, from the store and metadata only: every layer recomputes every day, nothing written
     plan = cli.invoke(app, ["pipeline", "backfill", path, *RANGE, "--dry-run", "--json"])
     assert plan.exit_code == 0, plan.output
-    layer_plans = json.loads(plan.stdout)["layers"]
+    layer_plans = published(plan.stdout, "pipeline-plan.schema.json")["layers"]
     assert list(layer_plans) == ["raw", "staging", "features"]
     assert all(len(p["recompute"]) == 10 and p["skip"] == [] for p in layer_plans.values())
     assert not layers["raw"].table_format.exists(layers["raw"].shadow_table), "a dry run creates no shadow"
@@ -162,15 +161,15 @@ def test_the_cli_runs_a_pipeline_whose_sql_layer_reads_a_view(make_backfill: Mak
     staged = layers["staging"].read_shadow(good).withColumn("amount", F.col("amount") + 1)
     _same(layers["features"].read_live(good), staged)
 
-    status = json.loads(cli.invoke(app, ["pipeline", "status", path, "--json"]).stdout)
+    status = published(cli.invoke(app, ["pipeline", "status", path, "--json"]).stdout, "pipeline.schema.json")
     by_day = {p["partition"]: p for p in status["partitions"]}
     assert by_day[STAGING_BROKEN]["layers"] == {"raw": "pass", "staging": "fail", "features": "blocked"}
     one = ["--start", STAGING_BROKEN, "--end", STAGING_BROKEN]
-    narrowed = json.loads(cli.invoke(app, ["pipeline", "status", path, *one, "--json"]).stdout)
+    narrowed = published(cli.invoke(app, ["pipeline", "status", path, *one, "--json"]).stdout, "pipeline.schema.json")
     assert [p["partition"] for p in narrowed["partitions"]] == [STAGING_BROKEN]
     written = cli.invoke(app, ["pipeline", "report", path, "--out", str(tmp_path / "one"), *one])
     assert written.exit_code == 0, written.output
-    doc = json.loads((tmp_path / "one" / "pipeline.json").read_text())
+    doc = published((tmp_path / "one" / "pipeline.json").read_text(), "pipeline.schema.json")
     assert [p["partition"] for p in doc["partitions"]] == [STAGING_BROKEN]
     # a nightly job's window: the 2 newest days complete a day before the pinned now
     env = {"SHADOW_BACKFILL_NOW": "2024-01-12T00:00:00+00:00", "COLUMNS": "200"}
@@ -178,7 +177,7 @@ def test_the_cli_runs_a_pipeline_whose_sql_layer_reads_a_view(make_backfill: Mak
     assert nightly.exit_code == 0, nightly.output
     shown = [line.split()[1] for line in nightly.output.splitlines() if line.startswith("│ 2024-")]
     assert shown == ["2024-01-09", "2024-01-10"], nightly.output
-    history = json.loads(cli.invoke(app, ["pipeline", "history", path, "--json"]).stdout)
+    history = published(cli.invoke(app, ["pipeline", "history", path, "--json"]).stdout, "pipeline-history.schema.json")
     assert [h["kind"] for h in history] == ["promote"]
     assert [m["table"] for m in history[0]["members"]] == ["raw", "staging", "features"]
     undo = cli.invoke(app, ["pipeline", "rollback", path, "--promotion", history[0]["id"]])

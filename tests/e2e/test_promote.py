@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import sb_test_transforms as t
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
-from support import DRIFT, END, QUIET, START, MakeBackfill, seed, validated
+from support import DRIFT, END, QUIET, START, MakeBackfill, published, seed, validated
 from typer.testing import CliRunner
 
 from shadow_backfill import RefusedError, UsageError
@@ -70,7 +68,8 @@ def test_promote_exactly_the_passing_partitions_then_roll_back(make: MakeBackfil
     assert whole.to_version == live_before
     assert sorted(bf.read_live().collect()) == sorted(before)
 
-    rows = json.loads(CliRunner().invoke(app, ["history", str(bf.config_path), "--json"]).stdout)  # type: ignore[attr-defined]
+    history = CliRunner().invoke(app, ["history", str(bf.config_path), "--json"])  # type: ignore[attr-defined]
+    rows = published(history.stdout, "history.schema.json")
     assert [r["kind"] for r in rows] == ["promote", "rollback", "rollback", "rollback"]
     for key in ("id", "kind", "partitions", "live_version_before", "live_version_after", "at"):
         assert key in rows[0]

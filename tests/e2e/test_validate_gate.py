@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import sb_test_transforms as t
-from support import DRIFT, END, START, TESTS, MakeBackfill, chromium_dump_dom
+from support import DRIFT, END, START, TESTS, MakeBackfill, chromium_dump_dom, published
 from typer.testing import CliRunner
 
 from shadow_backfill import ConfigError
@@ -44,7 +44,7 @@ def test_drifting_partition_fails_and_reports(make: MakeBackfill, tmp_path: Path
 
     cfg = str(bf.config_path)  # type: ignore[attr-defined]
     runner = CliRunner()
-    status = json.loads(runner.invoke(app, ["status", cfg, "--json"]).stdout)
+    status = published(runner.invoke(app, ["status", cfg, "--json"]).stdout, "status.schema.json")
     assert {r["partition"]: r["verdict"] for r in status}[DRIFT] == "fail"
 
     paths = bf.report(out)

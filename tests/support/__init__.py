@@ -3,6 +3,7 @@ factory (`settings`), and helpers for other processes (`processes`). Tests impor
 fixtures live in `tests/conftest.py`."""
 
 from support.backends import Backend
+from support.documents import published
 from support.processes import chromium_dump_dom, killable_cli_env, metastore_conf, state_count
 from support.settings import (
     DRIFT,
@@ -32,6 +33,7 @@ __all__ = [
     "factory",
     "killable_cli_env",
     "metastore_conf",
+    "published",
     "seed",
     "state_count",
     "validated",

@@ -1,0 +1,119 @@
+"""The one-table commands' `--json` documents: `status`, `history` and the dry-run plans of
+`run`, `backfill` and `recompute`-like commands (`RunPlanDoc`).
+
+Field order is the order scripts have always seen (pydantic dumps fields in declaration order),
+so a model here is the contract, not a copy of it: the CLI builds one and dumps it, and the
+published schema (`docs/*.schema.json`) is generated from it. Times are published as the ISO
+text the state store's records already carry (`state.db.plain`), not as pydantic datetimes,
+whose `Z` would change the bytes scripts compare.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic.json_schema import JsonDict
+
+from shadow_backfill.vocabulary import CheckStatus, PartitionStatus
+
+# ISO 8601 text with its UTC offset, as `datetime.isoformat()` writes it.
+TIME: JsonDict = {"format": "date-time"}
+
+
+class _Out(BaseModel):
+    """A printed document: every field named, nothing else accepted (a field the records gain
+    must be published on purpose, and then the schema test says so)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class StatusRowDoc(_Out):
+    """One partition of `status --json`: its state-store record and latest verdict."""
+
+    shadow_table: str
+    partition: str
+    status: PartitionStatus
+    rows: int | None
+    shadow_version: int | None
+    code_fingerprint: str | None
+    run_id: str | None
+    attempts: int
+    error: str | None
+    started_at: str | None = Field(json_schema_extra=TIME)
+    finished_at: str | None = Field(json_schema_extra=TIME)
+    duration_s: float | None
+    verdict: CheckStatus | None = Field(description="the latest verdict; null until validated")
+    validated_version: int | None = Field(description="the shadow partition version the verdict judged")
+
+
+class StatusDoc(RootModel[list[StatusRowDoc]]):
+    """`status --json`: every partition of the shadow table, in the store's order."""
+
+    model_config = ConfigDict(frozen=True)
+
+
+class HistoryEntryDoc(_Out):
+    """One promotion or rollback of `history --json` (`state.audit.PromotionRecord`)."""
+
+    id: str
+    kind: Literal["promote", "rollback"]
+    live_table: str
+    shadow_table: str | None = Field(description="null for a rollback")
+    partitions: list[str]
+    live_version_before: int | None
+    live_version_after: int | None
+    shadow_versions: dict[str, int] = Field(description="partition -> the shadow version promoted")
+    validation_ids: list[str]
+    target: str | None = Field(description="a rollback: the promotion it undid")
+    to_version: int | None = Field(description="a rollback of the whole table: the live version restored")
+    config_hash: str | None
+    code_fingerprint: str | None
+    user: str | None
+    host: str | None
+    at: str | None = Field(json_schema_extra=TIME)
+    undone_by: str | None = Field(description="the rollback that undid this promotion")
+    schema_change: list[str] = Field(description='"+col": added to live, "-col": kept null')
+    step: Literal["canary", "rest"] | None = Field(description="a canary promotion's step")
+    steps_of: str | None = Field(description="a canary promotion's id, on both its steps")
+
+
+class HistoryDoc(RootModel[list[HistoryEntryDoc]]):
+    """`history --json`: the live table's promotions and rollbacks, oldest first."""
+
+    model_config = ConfigDict(frozen=True)
+
+
+class WindowDoc(_Out):
+    """How `--last N --lag D` chose the partitions (`windows.Window`)."""
+
+    now: str = Field(json_schema_extra=TIME)
+    lag_seconds: int
+    last: int
+    time_zone: str
+    complete_before: str = Field(json_schema_extra=TIME)
+
+
+class PlannedPartitionDoc(_Out):
+    """One requested partition of a plan (`run_plan.PlannedPartition`)."""
+
+    partition: str
+    action: Literal["recompute", "skip"]
+    reason: str
+    chunk: int | None = Field(description="an index into `chunks`; null when skipped")
+    live_rows: int | None = Field(description="from the live table's metadata; null: not known there")
+    shadow_rows: int | None = Field(description="from the shadow table's metadata; null: not written")
+
+
+class RunPlanDoc(_Out):
+    """`run --dry-run --json` and `backfill --dry-run --json`: what the run would do."""
+
+    live_table: str
+    shadow_table: str
+    window: WindowDoc | None = Field(description="with --last; else null")
+    recompute: list[str]
+    skip: list[str]
+    max_parallel: int
+    chunk_size: int
+    chunks: list[list[str]] = Field(description="the chunks (one Spark job each) in the order they start")
+    partitions: list[PlannedPartitionDoc]
