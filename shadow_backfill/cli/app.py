@@ -6,7 +6,6 @@ summary lines in `render.py`.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,7 +25,6 @@ from shadow_backfill.cli.pipeline import app as pipeline_app
 from shadow_backfill.cli.render import (
     exit_for_verdicts,
     fail_if_incomplete,
-    history_table,
     nothing_promoted,
     print_backfill,
     print_canary,
@@ -35,7 +33,6 @@ from shadow_backfill.cli.render import (
     print_verdicts,
     promoted_line,
     run_summary,
-    status_table,
 )
 from shadow_backfill.cli.selection import (
     Asked,
@@ -45,9 +42,8 @@ from shadow_backfill.cli.selection import (
     selection_options,
     show_dry_run,
 )
+from shadow_backfill.cli.views import view
 from shadow_backfill.config import load_config
-from shadow_backfill.documents import dump
-from shadow_backfill.documents.cli import HistoryDoc, StatusDoc
 from shadow_backfill.errors import UsageError
 from shadow_backfill.formats import FORMATS, format_names
 from shadow_backfill.preflight import backfill_checks, canary_checks, promote_checks
@@ -164,16 +160,9 @@ def status(
 ) -> None:
     """Show every partition of the shadow table and its state."""
     bf = open_backfill(config)
-    rows = bf.status_rows()
-    if as_json:
-        sys.stdout.write(dump(StatusDoc.model_validate(rows)))
-        return
     from shadow_backfill.state.store import shown_url  # SQLAlchemy: not for every command's start
 
-    out.print(status_table(bf.shadow_table, rows))
-    # Where the record lives: the default SQLite file is local even when the tables are on a
-    # bucket, and a second machine running the same config keeps a record of its own.
-    out.print(f"state store: {shown_url(bf.config.state_url)}", markup=False)
+    view(as_json).status(bf.shadow_table, bf.status_rows(), shown_url(bf.config.state_url))
 
 
 @app.command()
@@ -307,10 +296,7 @@ def history(
 ) -> None:
     """Promotions and rollbacks of the live table, oldest first (from the state store; no Spark)."""
     recs = open_backfill(config).history(reconcile_live=reconcile)
-    if as_json:
-        sys.stdout.write(dump(HistoryDoc.model_validate([r.as_dict() for r in recs])))
-        return
-    out.print(history_table(recs))
+    view(as_json).history(recs)
 
 
 @app.command()

@@ -4,13 +4,10 @@ before PySpark is imported."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
 from shadow_backfill.cli.limits import MaxDurationOption, PromotePartialOption, UntilOption, check_limits
 from shadow_backfill.cli.output import (
@@ -22,21 +19,19 @@ from shadow_backfill.cli.output import (
     out,
     split_partitions,
 )
-from shadow_backfill.cli.render import print_run_plan, run_summary
+from shadow_backfill.cli.render import members, run_summary, verdict_table
 from shadow_backfill.cli.selection import Asked, DryRunOption, JsonOption, Selection, selection_options
-from shadow_backfill.documents import dump
-from shadow_backfill.documents.pipeline import PipelineHistoryDoc, PipelinePlanDoc
+from shadow_backfill.cli.views import view
 from shadow_backfill.errors import UsageError
 from shadow_backfill.outcome import pipeline_backfill_outcome, pipeline_run_outcome, pipeline_validation_outcome
 from shadow_backfill.pipeline.preflight import check_layers
 from shadow_backfill.pipeline.spec import load_pipeline
 from shadow_backfill.timebox import stop_on_sigterm
-from shadow_backfill.vocabulary import VERDICT_STYLES
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from shadow_backfill.pipeline.results import PipelinePromotion, PipelineRun, PipelineValidation
+    from shadow_backfill.pipeline.results import PipelinePromotion, PipelineRun
     from shadow_backfill.pipeline.runner import Pipeline
     from shadow_backfill.pipeline.spec import PipelineFile
     from shadow_backfill.state import PipelineRecord
@@ -95,27 +90,7 @@ def print_run(result: PipelineRun) -> None:
 def show_dry_run(p: Pipeline, keys: Selection, max_parallel: int | None, force: bool, as_json: bool) -> None:
     """Each layer's plan (a table each, or with `--json` one document keyed by layer)."""
     plans = p.dry_run(keys.start, keys.end, keys.partitions, max_parallel=max_parallel, force=force, window=keys.window)
-    if as_json:
-        layers = {key: plan.as_document() for key, plan in plans.items()}
-        sys.stdout.write(dump(PipelinePlanDoc(pipeline=p.file.name, layers=layers)))
-        return
-    for plan in plans.values():
-        print_run_plan(plan)
-
-
-def verdict_table(order: list[str], result: PipelineValidation) -> Table:
-    table = Table(title="pipeline verdicts")
-    for head in ["partition", *order, "pipeline", "held back by"]:
-        table.add_column(head)
-    for v in result.verdicts:
-        cells = [Text(str(v.layers.get(k) or "-"), style=VERDICT_STYLES.get(str(v.layers.get(k)), "")) for k in order]
-        table.add_row(
-            Text(v.partition),
-            *cells,
-            Text(str(v.verdict), style=VERDICT_STYLES[str(v.verdict)]),
-            Text(", ".join(v.failed_in)),
-        )
-    return table
+    view(as_json).pipeline_plan(p.file.name, plans)
 
 
 def promoted(promotion: PipelinePromotion) -> list[str]:
@@ -127,7 +102,7 @@ def promoted(promotion: PipelinePromotion) -> list[str]:
         lines.append("promote: no partition passed in every layer; live is untouched")
     else:
         n = len(promotion.partitions)
-        lines.append(f"{promotion.record.id}: promoted {n} partition(s) in every layer ({_members(promotion.record)})")
+        lines.append(f"{promotion.record.id}: promoted {n} partition(s) in every layer ({members(promotion.record)})")
     for partition, why in sorted(promotion.refused.items())[:5]:
         lines.append(f"not promoted: {partition}: {why}")
     if len(promotion.refused) > 5:
@@ -137,7 +112,7 @@ def promoted(promotion: PipelinePromotion) -> list[str]:
 
 def finished_line(rec: PipelineRecord) -> str:
     """One line naming a set promotion a kill had cut off, finished by this command, and its layers."""
-    return f"{rec.id}: finished a promotion cut off by a kill ({_members(rec)})"
+    return f"{rec.id}: finished a promotion cut off by a kill ({members(rec)})"
 
 
 def say_finished(p: Pipeline) -> None:
@@ -145,10 +120,6 @@ def say_finished(p: Pipeline) -> None:
     promote` says it among its own lines)."""
     if p.finished_cut_off is not None:
         out.print(finished_line(p.finished_cut_off), markup=False)
-
-
-def _members(rec: PipelineRecord) -> str:
-    return ", ".join(f"{k} {pid}" for k, pid in rec.members)
 
 
 @app.command()
@@ -204,15 +175,9 @@ def status(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Each partition's verdict in every layer and for the pipeline (from the state store; no Spark)."""
-    from shadow_backfill.pipeline.report import pipeline_document
-    from shadow_backfill.pipeline.results import PipelineValidation
-
     p = open_pipeline(pipeline)
     verdicts = p.verdicts(p.selected(asked.start, asked.end, split_partitions(asked.partitions)))
-    if as_json:
-        sys.stdout.write(dump(pipeline_document(p.file.name, p.order, verdicts)))
-        return
-    out.print(verdict_table(p.order, PipelineValidation(verdicts)))
+    view(as_json).pipeline_status(p.file.name, p.order, verdicts)
 
 
 @app.command()
@@ -248,7 +213,7 @@ def rollback(
     p = open_pipeline(pipeline)
     rec = p.rollback(promotion)
     say_finished(p)
-    out.print(f"{rec.id}: undid {rec.target} on {len(rec.partitions)} partition(s) ({_members(rec)})", markup=False)
+    out.print(f"{rec.id}: undid {rec.target} on {len(rec.partitions)} partition(s) ({members(rec)})", markup=False)
 
 
 @app.command()
@@ -258,16 +223,7 @@ def history(
 ) -> None:
     """The pipeline's promotions and rollbacks of the set, oldest first (no Spark)."""
     recs = open_pipeline(pipeline).history()
-    if as_json:
-        sys.stdout.write(dump(PipelineHistoryDoc.model_validate([r.as_dict() for r in recs])))
-        return
-    table = Table(title="pipeline history")
-    for head in ("id", "kind", "state", "partitions", "members", "undone by"):
-        table.add_column(head)
-    for r in recs:
-        cells = (r.id, r.kind, r.state, str(len(r.partitions)), _members(r), r.undone_by or "")
-        table.add_row(*(Text(c) for c in cells))
-    out.print(table)
+    view(as_json).pipeline_history(recs)
 
 
 @app.command()

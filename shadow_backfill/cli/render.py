@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 from rich.text import Text
@@ -10,6 +10,10 @@ from rich.text import Text
 from shadow_backfill.cli.output import console, end, fail, out
 from shadow_backfill.outcome import backfill_outcome, run_outcome, validation_outcome
 from shadow_backfill.vocabulary import VERDICT_STYLES, CheckStatus
+
+if TYPE_CHECKING:
+    from shadow_backfill.pipeline.results import PipelineValidation
+    from shadow_backfill.state import PipelineRecord
 
 STATUS_STYLE = {"written": "green", "running": "yellow", "pending": "dim", "failed": "red"}
 
@@ -233,3 +237,34 @@ def canary_steps(result: Any) -> str | None:
         console.print(Text.assemble(("failed", "red"), f" {c.message}"))
     more = f" and {len(result.failed) - 1} more failed check(s)" if len(result.failed) > 1 else ""
     return f"canary rolled back as {result.rolled_back.id} (live is as before): {result.failed[0].message}{more}"
+
+
+def verdict_table(order: list[str], result: PipelineValidation) -> Table:
+    """Each partition's verdict in every layer and for the pipeline, with what held it back."""
+    table = Table(title="pipeline verdicts")
+    for head in ["partition", *order, "pipeline", "held back by"]:
+        table.add_column(head)
+    for v in result.verdicts:
+        cells = [Text(str(v.layers.get(k) or "-"), style=VERDICT_STYLES.get(str(v.layers.get(k)), "")) for k in order]
+        table.add_row(
+            Text(v.partition),
+            *cells,
+            Text(str(v.verdict), style=VERDICT_STYLES[str(v.verdict)]),
+            Text(", ".join(v.failed_in)),
+        )
+    return table
+
+
+def members(rec: PipelineRecord) -> str:
+    """A set promotion's members: each layer and its own promotion id."""
+    return ", ".join(f"{k} {pid}" for k, pid in rec.members)
+
+
+def pipeline_history_table(recs: list[PipelineRecord]) -> Table:
+    table = Table(title="pipeline history")
+    for head in ("id", "kind", "state", "partitions", "members", "undone by"):
+        table.add_column(head)
+    for r in recs:
+        cells = (r.id, r.kind, r.state, str(len(r.partitions)), members(r), r.undone_by or "")
+        table.add_row(*(Text(c) for c in cells))
+    return table

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -17,8 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import typer
 
 from shadow_backfill.cli.output import split_partitions
-from shadow_backfill.cli.render import print_run_plan
-from shadow_backfill.documents import dump
+from shadow_backfill.cli.views import view
 from shadow_backfill.errors import UsageError
 from shadow_backfill.partitions import MAX_PARTITIONS
 from shadow_backfill.preflight import check_before_engine
@@ -198,7 +196,4 @@ def show_dry_run(
         allow_code_change=allow_code_change,
         window=chosen.window,
     )
-    if as_json:
-        sys.stdout.write(dump(plan.as_document()))
-    else:
-        print_run_plan(plan)
+    view(as_json).run_plan(plan)
