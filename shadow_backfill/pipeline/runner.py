@@ -241,12 +241,12 @@ class Pipeline:
             self.steps.drop_views()
             self.steps.timebox = None
         runs = {key: [r for (k, _), r in sorted(done.items()) if k == key and r is not None] for key in self.order}
-        merged = {key: merged(found) for key, found in runs.items()}
-        for key, result in merged.items():  # partitions a stop left inside a chunk that had started
+        by_layer = {key: merged(found) for key, found in runs.items()}
+        for key, result in by_layer.items():  # partitions a stop left inside a chunk that had started
             not_started[key].extend(result.not_started if result is not None else [])
         left = {key: self.scheme.sort(keys) for key, keys in not_started.items() if keys}
         stopped = timebox.reason if timebox is not None and left else None
-        return PipelineRun(requested, merged, blocked, stopped, left)
+        return PipelineRun(requested, by_layer, blocked, stopped, left)
 
     def dry_run(
         self,
