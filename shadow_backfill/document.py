@@ -9,6 +9,12 @@ an old store loses nothing. It sits at the bottom of the package (it imports onl
 vocabulary), so the judge, the state store and the reports all use it. `SCHEMA_VERSION`
 changes only when a field does: `SCHEMA_DIGESTS` records the fields each version published,
 and a test fails when the models change under a published version.
+
+Each fact appears once (schema_version 4): a partition's measurements only under `metrics`,
+where the judge publishes them and the store keeps them, and its failing checks only in
+`checks` (versions up to 3 repeated `rows`, `column_changes` and `samples` at the partition's
+top level and the warn/fail checks as `reasons`; such a document still reads, those fields
+kept as given).
 """
 
 from __future__ import annotations
@@ -21,12 +27,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shadow_backfill.vocabulary import CheckStatus
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # The fields each schema_version published (`fields_digest`): a test fails when a field is added,
 # removed or made required under a version already published (tests/unit/test_report_schema.py).
 SCHEMA_DIGESTS = {
     2: "3ec8c85a6cf7219e26ce0dfd4f890433fea9e96870ad981db2e9d2c7a462903f",
     3: "f28caa7fe88262ec9336ccbfe14d4f7775539dbd228e08876cb7ef4745d06221",  # + shadow_min, shadow_max
+    # - the partition's rows, column_changes, samples (read them under metrics) and reasons
+    4: "19b85547accf5afb982c51fc006fed87dda40d1b71219cbe6b05390ad349c079",
 }
 
 # Non-finite floats are published as text ("inf", "-inf", "nan"): JSON has no such numbers.
@@ -178,6 +186,10 @@ class MetricsDoc(_Doc):
 
 
 class PartitionDoc(_Doc):
+    """One partition: its verdict, the versions it was judged on, every check and what was
+    measured. The checks that decided a verdict are those with status `fail` or `warn` (no
+    separate list, so a script cannot read two lists that disagree)."""
+
     partition: str
     verdict: CheckStatus
     shadow_version: int | None
@@ -185,18 +197,16 @@ class PartitionDoc(_Doc):
     live_version: int | None
     validation_id: str | None
     validated_at: str | None
-    rows: RowsDoc | dict[str, int]
-    reasons: list[CheckDoc]
     checks: list[CheckDoc]
-    column_changes: dict[str, ColumnChangeDoc]
-    samples: list[SampleDoc]
     metrics: MetricsDoc
 
 
 class ReportDoc(_Doc):
     """report.json."""
 
-    schema_version: Literal[2, 3]  # 3 added shadow_min and shadow_max; a version 2 document still reads
+    # 3 added shadow_min and shadow_max, 4 removed the partition's copies of metrics and reasons;
+    # a version 2 or 3 document still reads (its removed fields kept as given)
+    schema_version: Literal[2, 3, 4]
     report_id: str
     generated_at: str
     live_table: str

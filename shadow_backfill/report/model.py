@@ -35,6 +35,12 @@ class ReportData:
 
 
 def partition_json(v: VerdictRecord) -> dict[str, Any]:
+    """A partition as report.json publishes it (`document.PartitionDoc`). Its metrics always
+    carry `column_changes` and `samples`, empty when there are none (a verdict stored before
+    the judge measured them has neither), so a script reads them without a default."""
+    metrics = v.metrics.as_json()
+    metrics.setdefault("column_changes", {})
+    metrics.setdefault("samples", [])
     return {
         "partition": v.partition,
         "verdict": v.verdict,
@@ -43,12 +49,8 @@ def partition_json(v: VerdictRecord) -> dict[str, Any]:
         "live_version": v.live_version,
         "validation_id": v.validation_id,
         "validated_at": v.validated_at.isoformat() if v.validated_at else None,
-        "rows": v.metrics.rows.as_json() if v.metrics.rows is not None else {},
-        "reasons": [c.as_dict() for c in v.reasons],
         "checks": [c.as_dict() for c in v.checks],
-        "column_changes": {c: change.as_json() for c, change in v.metrics.column_changes.items()},
-        "samples": [s.as_json() for s in v.metrics.samples],
-        "metrics": v.metrics.as_json(),
+        "metrics": metrics,
     }
 
 

@@ -81,7 +81,7 @@ def test_contract_judges_the_intended_change_and_nothing_else(make: MakeBackfill
 
     doc = json.loads(bf.report(tmp_path / "r")["json"].read_text())
     part = next(p for p in doc["partitions"] if p["partition"] == CAT)
-    assert set(part["column_changes"]["amount"]) >= {
+    assert set(part["metrics"]["column_changes"]["amount"]) >= {
         "matched",
         "changed",
         "changed_share",
@@ -93,7 +93,12 @@ def test_contract_judges_the_intended_change_and_nothing_else(make: MakeBackfill
         "null_rate_live",
         "null_rate_shadow",
     }
-    assert part["samples"][0] == {"keys": {"id": 1}, "column": "cat", "live": samples[0]["live"], "shadow": "z"}
+    assert part["metrics"]["samples"][0] == {
+        "keys": {"id": 1},
+        "column": "cat",
+        "live": samples[0]["live"],
+        "shadow": "z",
+    }
 
 
 def test_unexpected_changes_policy_and_sample_limit(make: MakeBackfill) -> None:

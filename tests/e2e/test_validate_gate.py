@@ -49,9 +49,12 @@ def test_drifting_partition_fails_and_reports(make: MakeBackfill, tmp_path: Path
 
     paths = bf.report(out)
     doc = json.loads(paths["json"].read_text())
-    assert doc["schema_version"] == 3 and doc["summary"] == {"pass": 9, "warn": 0, "fail": 1}
+    assert doc["schema_version"] == 4 and doc["summary"] == {"pass": 9, "warn": 0, "fail": 1}
     part = next(p for p in doc["partitions"] if p["partition"] == DRIFT)
-    assert part["verdict"] == "fail" and part["rows"] == {"live": t.ROWS_PER_DAY, "shadow": t.ROWS_PER_DAY - 1}
+    assert part["verdict"] == "fail" and part["metrics"]["rows"] == {
+        "live": t.ROWS_PER_DAY,
+        "shadow": t.ROWS_PER_DAY - 1,
+    }
     assert "hist" in part["metrics"]["columns"]["amount"]
     junit = ET.parse(paths["junit"]).getroot()
     failures = junit.findall(".//testcase/failure")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.documents import published
 
 from shadow_backfill.config import ExpectedChange, ValidationSpec
 from shadow_backfill.document import (
@@ -43,6 +44,7 @@ from shadow_backfill.validate.measurements import (
     Sample,
     SideStats,
 )
+from shadow_backfill.vocabulary import CheckStatus
 
 SCHEMA_FILE = Path(__file__).parents[2] / "docs" / "report.schema.json"
 PLAN = ColumnPlan(
@@ -79,10 +81,21 @@ def _verdicts() -> list[PartitionVerdict]:
     ]
 
 
-def test_what_the_judge_publishes_validates_against_the_document() -> None:
+def _records() -> list[VerdictRecord]:
+    """The judge's verdicts as stored, and a partition that was never measured."""
     records = [VerdictRecord(v.partition, v.verdict, v.checks, v.metrics) for v in _verdicts()]
     records.append(VerdictRecord("2024-01-05", records[0].checks[0].status, [], MetricsDoc()))  # never measured
-    document = json.loads(json.dumps(report_json(ReportData("live", "shadow", "delta", records)), default=str))
+    return records
+
+
+def _document(records: list[VerdictRecord]) -> dict[str, Any]:
+    """report.json as a script reads it (the bytes `write_reports` writes, parsed)."""
+    return json.loads(json.dumps(report_json(ReportData("live", "shadow", "delta", records)), default=str))
+
+
+def test_what_the_judge_publishes_validates_against_the_document() -> None:
+    records = _records()
+    document = _document(records)
     parsed = ReportDoc.model_validate(document)
     assert [p.partition for p in parsed.partitions] == [r.partition for r in records]
     first = parsed.partitions[0].metrics
@@ -102,6 +115,40 @@ def _without_edges(partition: dict[str, Any]) -> dict[str, Any]:
     broken = json.loads(json.dumps(partition))
     del broken["metrics"]["columns"]["amount"]["hist"]["edges"]
     return broken
+
+
+def test_a_v4_document_says_each_fact_once() -> None:
+    """Measurements only under `metrics`, the deciding checks only in `checks`; the published
+    schema (the file, not the models) accepts a real dump."""
+    records = _records()
+    document = published(json.dumps(_document(records)), "report.schema.json")
+    assert document["schema_version"] == 4
+    for part, record in zip(document["partitions"], records, strict=True):
+        assert not {"rows", "reasons", "column_changes", "samples"} & set(part), "a copy of metrics or checks"
+        metrics = part["metrics"]
+        assert metrics["column_changes"] == record.metrics.as_json().get("column_changes", {})
+        assert metrics["samples"] == record.metrics.as_json().get("samples", [])
+        assert metrics.get("rows") == record.metrics.as_json().get("rows")
+        failing = [c["name"] for c in part["checks"] if c["status"] == "fail"]
+        warning = [c["name"] for c in part["checks"] if c["status"] == "warn"]
+        assert failing + warning == [c.name for c in record.reasons], "what v3 published as reasons"
+    measured = document["partitions"][0]["metrics"]
+    assert measured["column_changes"]["amount"]["changed"] == 3 and measured["samples"][0]["column"] == "amount"
+    assert document["partitions"][-1]["metrics"] == {"column_changes": {}, "samples": []}, "never measured"
+
+
+def test_an_old_store_and_an_old_document_lose_nothing() -> None:
+    """A verdict stored by an older version re-renders with every field it stored, and a
+    schema_version 3 report.json (its partition's copies included) still reads unchanged."""
+    stored = {"rows": {"live": 2, "shadow": 2}, "column_changes": {"x": {"changed": 1}}, "drift_of_v1": 0.3}
+    old = VerdictRecord("2023-12-31", CheckStatus.WARN, [], MetricsDoc.model_validate(stored))
+    (part,) = _document([old])["partitions"]
+    assert part["metrics"] == {**stored, "samples": []}
+    v3 = _document(_records())
+    v3["schema_version"] = 3
+    for p in v3["partitions"]:
+        p.update(rows=p["metrics"].get("rows", {}), reasons=[], column_changes={}, samples=[])
+    assert ReportDoc.model_validate(v3).as_json() == v3
 
 
 def test_the_document_says_the_fields_the_types_publish() -> None:
