@@ -118,9 +118,10 @@ class Backfill:
 
     def holding_table(self, command: str) -> AbstractContextManager[None]:
         """The live table held for a writing command, or refused at once if a pipeline command
-        holds it (`ownership`); a dry-run object writes nothing and holds nothing."""
+        holds it (`ownership`). A read-only object (a dry run's) refuses every writing command:
+        its store may be a throwaway and it would take no hold."""
         if self.read_only:
-            return nullcontext()
+            raise UsageError(f"{command}: this object is read-only (a dry run's); it writes nothing")
         return self.hold.held(lambda: self.store, self.owned_name, command)
 
     @property
@@ -311,8 +312,10 @@ class Backfill:
 
     def finish_unchecked_canaries(self) -> list[FinishedCanary]:
         """Run the checks on live of every canary a kill left between its commit and its checks,
-        rolling back each that fails (`canary_recovery`); [] when there is none (one store read)."""
-        return canaries.finish_unchecked(self.table)
+        rolling back each that fails (`canary_recovery`) under the table's hold, as any rollback;
+        [] when there is none (one store read)."""
+        with self.holding_table("rollback"):
+            return canaries.finish_unchecked(self.table)
 
     @writes_table("promote-canary", canary_checks)
     def promote_canary(

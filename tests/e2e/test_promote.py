@@ -84,6 +84,12 @@ def test_refusals(make: MakeBackfill) -> None:
         bf.promote(["2023-12-31"])
     with pytest.raises(UsageError, match="unknown promotion id"):
         bf.rollback("promote-nope")
+    # a dry run's twin plans as its object does and refuses to write; the object stays writing
+    twin = bf.for_dry_run()
+    assert twin.plan_promotion().partitions == bf.plan_promotion().partitions and not bf.read_only
+    with pytest.raises(UsageError, match="promote: this object is read-only"):
+        twin.promote(["2024-01-01"])
+    assert bf.table_format.current_version(bf.live_table) == live_before
     # the shadow partition is rewritten after validation -> refused, says which
     rewrite = bf.run(partitions=["2024-01-02"], force=True)
     plan = bf.plan_promotion()
