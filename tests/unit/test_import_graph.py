@@ -7,7 +7,7 @@ cycle, as the old `config` -> `formats` -> `formats.base` -> `config` was throug
 submodule (`state.verdicts` importing `validate.check` used to run `validate/__init__`).
 Imports under `if TYPE_CHECKING:` do not run, but a circle through them is still two modules
 that each need the other to be read: `test_type_checking_imports_close_no_new_circle` counts
-them, against the exact list of circles still open (issue 59's table context removes them).
+them too, and finds none (the table context of issue 59 removed the last two).
 Not followed: `importlib.import_module` calls. Their targets are data, not code: the format
 registry loads a format's module by its name in `formats.FORMATS`, the top package loads the
 Spark-facing API on first use, and the transform loader imports the user's module; none of them
