@@ -44,29 +44,28 @@ def pipeline_document(name: str, order: Sequence[str], verdicts: Sequence[Pipeli
     )
 
 
-def _markdown(name: str, order: Sequence[str], verdicts: Sequence[PipelineVerdict]) -> str:
-    head = ["partition", *order, "pipeline", "held back by"]
-    lines = [f"## Pipeline {md(name)}", "", "| " + " | ".join(md(h) for h in head) + " |"]
+def pipeline_markdown(doc: PipelineDoc) -> str:
+    """pipeline.md: a row per partition, a column per layer, short enough for a pull request."""
+    head = ["partition", *doc.layers, "pipeline", "held back by"]
+    lines = [f"## Pipeline {md(doc.pipeline)}", "", "| " + " | ".join(md(h) for h in head) + " |"]
     lines.append("|" + "---|" * len(head))
-    for v in verdicts:
+    for v in doc.partitions:
         cells = [md(v.partition)]
-        cells += [md(_word(v.layers.get(k))) for k in order]
+        cells += [md(_word(v.layers.get(k))) for k in doc.layers]
         cells += [f"{ICON.get(str(v.verdict), '')} {v.verdict}", md(", ".join(v.failed_in))]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-def _word(status: str | None) -> str:
+def _word(status: LayerVerdict) -> str:
     return "not validated" if status is None else str(status)
 
 
-def _html(
-    name: str, order: Sequence[str], verdicts: Sequence[PipelineVerdict], layer_reports: dict[str, Path], out: Path
-) -> str:
+def pipeline_html(doc: PipelineDoc, layer_reports: dict[str, Path], out: Path) -> str:
     """pipeline.html: the cells are computed here as plain text, so pipeline.html.j2 escapes every
     one of them (partitions, layer names and check messages are data)."""
-    strips = [(k, [(v.partition, _word(v.layers.get(k))) for v in verdicts]) for k in order]
-    strips.append(("pipeline", [(v.partition, str(v.verdict)) for v in verdicts]))
+    strips = [(k, [(v.partition, _word(v.layers.get(k))) for v in doc.partitions]) for k in doc.layers]
+    strips.append(("pipeline", [(v.partition, str(v.verdict)) for v in doc.partitions]))
     held_back = [
         [
             v.partition,
@@ -74,11 +73,11 @@ def _html(
             ", ".join(v.failed_in),
             "; ".join(c.message for c in v.checks if c.status != "pass"),
         ]
-        for v in verdicts
+        for v in doc.partitions
         if v.failed_in
     ]
     links = [(str(path.relative_to(out)), k) for k, path in layer_reports.items()]
-    return render("pipeline.html.j2", name=name, strips=strips, held_back=held_back, links=links)
+    return render("pipeline.html.j2", name=doc.pipeline, strips=strips, held_back=held_back, links=links)
 
 
 def write_pipeline_report(
@@ -88,10 +87,12 @@ def write_pipeline_report(
     layer_reports: dict[str, Path],
     out: Path,
 ) -> dict[str, Path]:
-    """pipeline.html, pipeline.json and pipeline.md in `out`, beside the layers' folders."""
+    """pipeline.html, pipeline.json and pipeline.md in `out`, beside the layers' folders: all
+    three rendered from the one document model (pipeline.json's), so they cannot disagree."""
     out.mkdir(parents=True, exist_ok=True)
+    doc = pipeline_document(name, order, verdicts)
     paths = {"html": out / "pipeline.html", "json": out / "pipeline.json", "markdown": out / "pipeline.md"}
-    paths["html"].write_text(_html(name, order, verdicts, layer_reports, out))
-    paths["json"].write_text(dump(pipeline_document(name, order, verdicts)))
-    paths["markdown"].write_text(_markdown(name, order, verdicts))
+    paths["html"].write_text(pipeline_html(doc, layer_reports, out))
+    paths["json"].write_text(dump(doc))
+    paths["markdown"].write_text(pipeline_markdown(doc))
     return paths

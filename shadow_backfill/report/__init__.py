@@ -9,17 +9,17 @@ from pathlib import Path
 from shadow_backfill.report.html import render_html
 from shadow_backfill.report.junit import render_junit
 from shadow_backfill.report.markdown import render_markdown
-from shadow_backfill.report.model import ReportData, report_json
+from shadow_backfill.report.model import ReportData, report_document, report_text
 
 __all__ = ["ReportData", "write_reports"]
 
 
 def write_reports(data: ReportData, out_dir: Path) -> dict[str, Path]:
-    """Write all four outputs; returns their paths by kind. They quote data values (samples,
+    """Write all four outputs, each rendered from the one document model (report.json's), so
+    they cannot disagree; returns their paths by kind. They quote data values (samples,
     categories), so a folder or file created here is readable by its owner only (0700, 0600);
     an existing one keeps its mode."""
-    import json
-
+    doc = report_document(data)
     out_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     paths = {
         "html": out_dir / "report.html",
@@ -27,10 +27,10 @@ def write_reports(data: ReportData, out_dir: Path) -> dict[str, Path]:
         "markdown": out_dir / "report.md",
         "junit": out_dir / "junit.xml",
     }
-    _write_private(paths["json"], json.dumps(report_json(data), indent=2, default=str) + "\n")
-    _write_private(paths["markdown"], render_markdown(data))
-    _write_private(paths["junit"], render_junit(data))
-    _write_private(paths["html"], render_html(data))
+    _write_private(paths["json"], report_text(doc))
+    _write_private(paths["markdown"], render_markdown(doc))
+    _write_private(paths["junit"], render_junit(doc))
+    _write_private(paths["html"], render_html(doc))
     return paths
 
 

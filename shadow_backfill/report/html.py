@@ -23,11 +23,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from shadow_backfill.document import KeyDiffDoc
-from shadow_backfill.report.model import ReportData
+from shadow_backfill.document import KeyDiffDoc, PartitionDoc, ReportDoc
+from shadow_backfill.report.model import reasons, report_title, skipped, skipped_count
 from shadow_backfill.report.templating import render
-from shadow_backfill.state import VerdictRecord
-from shadow_backfill.vocabulary import VERDICTS, CheckStatus
+from shadow_backfill.vocabulary import VERDICTS
 
 # Checks that measure how much a column changed: a column with one is meant to change, so its
 # means are plotted next to those of the columns that failed or warned.
@@ -119,7 +118,7 @@ def _series(colour: str, points: Sequence[tuple[int, float, str]], xy: _Scale) -
     return {"colour": colour, "runs": [" ".join(r) for r in runs], "dots": dots}
 
 
-def _row_count_chart(verdicts: Sequence[VerdictRecord]) -> dict[str, Any] | None:
+def _row_count_chart(verdicts: Sequence[PartitionDoc]) -> dict[str, Any] | None:
     """Live and shadow row counts per partition, on one scale from 0."""
     width, height = 900, 180
     if not verdicts:
@@ -168,7 +167,7 @@ def _fmt(v: Any, pct: bool = False, share: bool = False) -> str:
     return f"{n:.3g}%" if pct else f"{n:.4g}"
 
 
-def _change_rows(v: VerdictRecord) -> list[list[str]]:
+def _change_rows(v: PartitionDoc) -> list[list[str]]:
     """How much each compared column changed in this partition, in the author's units."""
     return [
         [
@@ -199,7 +198,7 @@ def _keys_text(keys: Any) -> str:
     return str(keys)
 
 
-def _added_rows(v: VerdictRecord) -> list[list[str]]:
+def _added_rows(v: PartitionDoc) -> list[list[str]]:
     """Columns only shadow has (a logic change that adds them): no live side to compare with, so
     what they hold is shown, for the author to check against what they meant."""
     names = set(v.metrics.schema_.added) if v.metrics.schema_ is not None else set()
@@ -215,7 +214,7 @@ def _added_rows(v: VerdictRecord) -> list[list[str]]:
     ]
 
 
-def _distribution_plots(v: VerdictRecord) -> list[dict[str, Any]]:
+def _distribution_plots(v: PartitionDoc) -> list[dict[str, Any]]:
     """Null-rate bars, histograms on live deciles and category bars, live vs shadow."""
     cols = v.metrics.columns
     plots = []
@@ -245,16 +244,18 @@ def _edge(x: Any) -> str:
     return f"{n:.3g}" if n is not None else str(x)
 
 
-def _partition_view(v: VerdictRecord) -> dict[str, Any]:
+def _partition_view(v: PartitionDoc) -> dict[str, Any]:
     """What partition.html.j2 needs beyond the record: the checks shown (those that made the
     verdict, then the skipped ones, so a skipped check never reads as passed) and the tables'
     cells as text."""
-    skipped = [c for c in v.checks if c.status == CheckStatus.SKIPPED]
+    not_judged = skipped(v.checks)
+    why = reasons(v)
     samples = [[_keys_text(s.keys), s.column, _scalar(s.live), _scalar(s.shadow)] for s in v.metrics.samples]
     return {
         "record": v,
-        "skipped": len(skipped),
-        "checks": [*v.reasons, *skipped],
+        "skipped": len(not_judged),
+        "reasons": len(why),
+        "checks": [*why, *not_judged],
         "key_diff": v.metrics.keys if isinstance(v.metrics.keys, KeyDiffDoc) else None,
         "changes": _change_rows(v),
         "added": _added_rows(v),
@@ -263,7 +264,7 @@ def _partition_view(v: VerdictRecord) -> dict[str, Any]:
     }
 
 
-def _daily_dates(verdicts: Sequence[VerdictRecord]) -> dict[dt.date, str] | None:
+def _daily_dates(verdicts: Sequence[PartitionDoc]) -> dict[dt.date, str] | None:
     """The verdict of each day, when every partition is a day (YYYY-MM-DD); else None."""
     out: dict[dt.date, str] = {}
     for v in verdicts:
@@ -311,7 +312,7 @@ def _calendar(days: dict[dt.date, str], cell: int = 13) -> dict[str, Any]:
     }
 
 
-def _means(v: VerdictRecord, col: str) -> tuple[float | None, float | None]:
+def _means(v: PartitionDoc, col: str) -> tuple[float | None, float | None]:
     """A column's live and shadow mean in one partition, where both are finite numbers."""
     m = v.metrics.column_changes.get(col)
     if m is None:
@@ -319,10 +320,10 @@ def _means(v: VerdictRecord, col: str) -> tuple[float | None, float | None]:
     return _num(m.mean_live), _num(m.mean_shadow)
 
 
-def _plot_columns(verdicts: Sequence[VerdictRecord]) -> list[str]:
+def _plot_columns(verdicts: Sequence[PartitionDoc]) -> list[str]:
     """Columns whose means are worth a chart: those that failed or warned anywhere, then those
     with a change check (the expected-change columns); at most MAX_MEAN_CHARTS with a mean."""
-    failing = [c.column for v in verdicts for c in v.reasons if c.column]
+    failing = [c.column for v in verdicts for c in reasons(v) if c.column]
     changing = [c.column for v in verdicts for c in v.checks if c.column and c.name in CHANGE_CHECKS]
     with_means = [
         col
@@ -332,7 +333,7 @@ def _plot_columns(verdicts: Sequence[VerdictRecord]) -> list[str]:
     return with_means[:MAX_MEAN_CHARTS]
 
 
-def _mean_chart(col: str, verdicts: Sequence[VerdictRecord]) -> dict[str, Any] | None:
+def _mean_chart(col: str, verdicts: Sequence[PartitionDoc]) -> dict[str, Any] | None:
     """A column's per-partition mean, live against shadow, over time; a partition without a
     numeric mean (None, a string, "inf") is a gap in the line, not a zero."""
     width, height = 900, 150
@@ -366,26 +367,27 @@ def _mean_chart(col: str, verdicts: Sequence[VerdictRecord]) -> dict[str, Any] |
     }
 
 
-def render_html(data: ReportData) -> str:
+def render_html(doc: ReportDoc) -> str:
     """The whole report as one self-contained page (inline CSS, SVG and one hashed script)."""
-    ordered = sorted(data.verdicts, key=lambda v: v.partition)
+    verdicts = doc.partitions
+    ordered = sorted(verdicts, key=lambda v: v.partition)
     means = [_mean_chart(c, ordered) for c in _plot_columns(ordered)]
-    days = _daily_dates(data.verdicts)
+    days = _daily_dates(verdicts)
     return render(
         "report.html.j2",
-        title=data.title,
-        table_format=data.table_format,
-        generated_at=data.generated_at,
-        report_id=data.report_id,
+        title=report_title(doc),
+        table_format=doc.format,
+        generated_at=doc.generated_at,
+        report_id=doc.report_id,
         script_hash=_SCRIPT_HASH,
         live=LIVE,
         shadow=SHADOW,
-        skipped=sum(1 for v in data.verdicts for c in v.checks if c.status == CheckStatus.SKIPPED),
-        summary=[(str(k), data.summary.get(k, 0)) for k in VERDICTS],
-        verdicts=data.verdicts,
+        skipped=skipped_count(doc),
+        summary=[(str(k), doc.summary.get(k, 0)) for k in VERDICTS],
+        verdicts=verdicts,
         calendar=_calendar(days) if days is not None else None,
-        row_counts=_row_count_chart(data.verdicts),
+        row_counts=_row_count_chart(verdicts),
         mean_charts=[m for m in means if m is not None],
-        partitions=[_partition_view(v) for v in data.verdicts],
-        payload={"partitions": len(data.verdicts), "summary": data.summary},
+        partitions=[_partition_view(v) for v in verdicts],
+        payload={"partitions": len(verdicts), "summary": doc.summary},
     )

@@ -10,7 +10,8 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from shadow_backfill.report.model import ReportData
+from shadow_backfill.document import ReportDoc
+from shadow_backfill.report.model import check_id
 from shadow_backfill.vocabulary import CheckStatus
 
 # ElementTree escapes <, > and & but writes control characters as they are, and XML 1.0 has no
@@ -23,8 +24,8 @@ def x(value: Any) -> str:
     return _NOT_XML.sub("\ufffd", str(value))
 
 
-def render_junit(data: ReportData) -> str:
-    cases = [(v, c) for v in data.verdicts for c in v.checks]
+def render_junit(doc: ReportDoc) -> str:
+    cases = [(p, c) for p in doc.partitions for c in p.checks]
     failures = sum(1 for _, c in cases if c.status == CheckStatus.FAIL)
     skipped = sum(1 for _, c in cases if c.status == CheckStatus.SKIPPED)
     suites = ET.Element(
@@ -33,15 +34,15 @@ def render_junit(data: ReportData) -> str:
     suite = ET.SubElement(
         suites,
         "testsuite",
-        name=x(f"{data.shadow_table} vs {data.live_table}"),
+        name=x(f"{doc.shadow_table} vs {doc.live_table}"),
         tests=str(len(cases)),
         failures=str(failures),
         errors="0",
         skipped=str(skipped),
-        timestamp=x(data.generated_at),
+        timestamp=x(doc.generated_at),
     )
-    for v, c in cases:
-        case = ET.SubElement(suite, "testcase", classname=x(f"partition.{v.partition}"), name=x(c.id))
+    for p, c in cases:
+        case = ET.SubElement(suite, "testcase", classname=x(f"partition.{p.partition}"), name=x(check_id(c)))
         if c.status == CheckStatus.FAIL:
             failure = ET.SubElement(case, "failure", message=x(c.message), type=x(c.name))
             failure.text = x(f"observed {c.observed!r}; threshold {c.threshold}")

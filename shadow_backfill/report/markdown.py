@@ -15,8 +15,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from shadow_backfill.report.model import ReportData
-from shadow_backfill.state import VerdictRecord
+from shadow_backfill.document import PartitionDoc, ReportDoc
+from shadow_backfill.report.model import reasons, report_title, skipped_count
 from shadow_backfill.vocabulary import CheckStatus
 
 ICON = {"pass": "✅", "warn": "⚠️", "fail": "❌"}
@@ -48,12 +48,12 @@ def _fmt(v: Any, pct: bool = False) -> str:
     return md(v)
 
 
-def _column_changes(bad: Sequence[VerdictRecord], max_rows: int) -> list[str]:
+def _column_changes(bad: Sequence[PartitionDoc], max_rows: int) -> list[str]:
     """One row per (partition, column) that changed or gave a reason, for partitions that did
     not pass; empty when the validator recorded no column changes."""
     rows = []
     for v in bad:
-        flagged = {r.column for r in v.reasons if r.column}
+        flagged = {r.column for r in reasons(v) if r.column}
         for col, m in v.metrics.column_changes.items():
             changed = m.changed
             if col not in flagged and not (changed is not None and changed > 0):
@@ -82,7 +82,7 @@ def _scalar(v: Any) -> str:
     return "null" if v is None else str(v)
 
 
-def _worst_samples(bad: Sequence[VerdictRecord], partitions: int = 10, per_partition: int = 3) -> list[str]:
+def _worst_samples(bad: Sequence[PartitionDoc], partitions: int = 10, per_partition: int = 3) -> list[str]:
     """The first samples (the validator orders them most important first) of the first failing
     partitions: a few concrete rows say more than a mean."""
     rows = []
@@ -105,31 +105,32 @@ def _worst_samples(bad: Sequence[VerdictRecord], partitions: int = 10, per_parti
     ]
 
 
-def render_markdown(data: ReportData, max_rows: int = 50) -> str:
+def render_markdown(doc: ReportDoc, max_rows: int = 50) -> str:
     """The summary line, then the partitions that did not pass, their column changes and samples."""
-    s = data.summary
+    s = doc.summary
     lines = [
-        f"### {md(data.title)}",
+        f"### {md(report_title(doc))}",
         "",
-        f"**{s['pass']} pass · {s['warn']} warn · {s['fail']} fail** of {len(data.verdicts)} partitions "
-        f"({md(data.table_format)}; report {_code(data.report_id)})",
+        f"**{s['pass']} pass · {s['warn']} warn · {s['fail']} fail** of {len(doc.partitions)} partitions "
+        f"({md(doc.format)}; report {_code(doc.report_id)})",
         "",
     ]
-    skipped = sum(1 for v in data.verdicts for c in v.checks if c.status == CheckStatus.SKIPPED)
+    skipped = skipped_count(doc)
     if skipped:
         lines += [f"{skipped} checks skipped (not enough rows to judge).", ""]
-    bad = [v for v in data.verdicts if v.verdict != CheckStatus.PASS]
+    bad = [p for p in doc.partitions if p.verdict != CheckStatus.PASS]
     if not bad:
         lines.append("Every partition passed.")
         return "\n".join(lines) + "\n"
     lines += ["| partition | verdict | rows live → shadow | reasons |", "|---|---|---|---|"]
     for v in bad[:max_rows]:
         live, shadow = (n if n is not None else "" for n in (v.metrics.live_rows, v.metrics.shadow_rows))
-        reasons = "; ".join(md(r.message) for r in v.reasons[:4])
-        more = f" (+{len(v.reasons) - 4} more)" if len(v.reasons) > 4 else ""
+        why = reasons(v)
+        shown = "; ".join(md(r.message) for r in why[:4])
+        more = f" (+{len(why) - 4} more)" if len(why) > 4 else ""
         lines.append(
             f"| {md(v.partition)} | {ICON.get(v.verdict, '')} {md(v.verdict)} "
-            f"| {md(live)} → {md(shadow)} | {reasons}{more} |"
+            f"| {md(live)} → {md(shadow)} | {shown}{more} |"
         )
     if len(bad) > max_rows:
         lines.append(f"\n…and {len(bad) - max_rows} more partitions that did not pass.")

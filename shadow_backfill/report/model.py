@@ -1,20 +1,27 @@
-"""What every report renders, and the JSON document (its types and schema: `document.py`)."""
+"""The one model every report renders: report.json's document (`ReportDoc`, its types and
+schema in `document.py`), built once per report from the stored verdicts. report.json is its
+dump, and the Markdown, JUnit and HTML renderers read only it, so the four cannot disagree."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-from shadow_backfill.document import SCHEMA_VERSION
+from pydantic import BaseModel
+
+from shadow_backfill.document import SCHEMA_VERSION, CheckDoc, PartitionDoc, ReportDoc
 from shadow_backfill.state import VerdictRecord
-from shadow_backfill.vocabulary import VERDICTS
+from shadow_backfill.vocabulary import VERDICTS, CheckStatus
 
 
 @dataclass
 class ReportData:
+    """What a report is made from: the tables and their stored verdicts (`report_document`)."""
+
     live_table: str
     shadow_table: str
     table_format: str
@@ -29,39 +36,72 @@ class ReportData:
             out[str(v.verdict)] = out.get(str(v.verdict), 0) + 1
         return out
 
-    @property
-    def title(self) -> str:
-        return f"shadow-backfill: {self.shadow_table} vs {self.live_table}"
+
+def _same_named(record: Any, document: type[BaseModel]) -> dict[str, Any]:
+    """The dataclass `record`'s fields that `document` publishes under the same name: a
+    document says what the record holds in the record's own words, and only what it computes
+    or renames is spelt out where it is built."""
+    return {f.name: getattr(record, f.name) for f in fields(record) if f.name in document.model_fields}
 
 
-def partition_json(v: VerdictRecord) -> dict[str, Any]:
-    """A partition as report.json publishes it (`document.PartitionDoc`). Its metrics always
-    carry `column_changes` and `samples`, empty when there are none (a verdict stored before
-    the judge measured them has neither), so a script reads them without a default."""
-    metrics = v.metrics.as_json()
-    metrics.setdefault("column_changes", {})
-    metrics.setdefault("samples", [])
-    return {
-        "partition": v.partition,
-        "verdict": v.verdict,
-        "shadow_version": v.shadow_version,
-        "partition_version": v.partition_version,
-        "live_version": v.live_version,
-        "validation_id": v.validation_id,
-        "validated_at": v.validated_at.isoformat() if v.validated_at else None,
-        "checks": [c.as_dict() for c in v.checks],
-        "metrics": metrics,
-    }
+def partition_document(v: VerdictRecord) -> PartitionDoc:
+    """A partition as report.json publishes it: the stored record, its time as ISO text. Its
+    metrics always carry `column_changes` and `samples`, empty when there are none (a verdict
+    stored before the judge measured them has neither), so a script reads them without a
+    default."""
+    empty: dict[str, Any] = {"column_changes": {}, "samples": []}
+    missing = {k: x for k, x in empty.items() if k not in v.metrics.model_fields_set}
+    return PartitionDoc.model_validate(
+        {
+            **_same_named(v, PartitionDoc),
+            "validated_at": v.validated_at.isoformat() if v.validated_at else None,
+            "checks": [c.as_dict() for c in v.checks],
+            "metrics": v.metrics.model_copy(update=missing) if missing else v.metrics,
+        }
+    )
 
 
-def report_json(data: ReportData) -> dict[str, Any]:
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "report_id": data.report_id,
-        "generated_at": data.generated_at,
-        "live_table": data.live_table,
-        "shadow_table": data.shadow_table,
-        "format": data.table_format,
-        "summary": data.summary,
-        "partitions": [partition_json(v) for v in data.verdicts],
-    }
+def report_document(data: ReportData) -> ReportDoc:
+    """report.json as its model, which every other report renders too: the tables and the ids
+    as given, the summary and a document of each partition."""
+    return ReportDoc.model_validate(
+        {
+            **_same_named(data, ReportDoc),
+            "schema_version": SCHEMA_VERSION,
+            "format": data.table_format,
+            "summary": data.summary,
+            "partitions": [partition_document(v) for v in data.verdicts],
+        }
+    )
+
+
+def report_text(doc: ReportDoc) -> str:
+    """report.json's bytes. Dumped as Python values and written by `json.dumps`, not in
+    pydantic's JSON mode, which would turn a check's non-finite observed value into null: it
+    stays `Infinity`, as a verdict read back from the state store holds it."""
+    return json.dumps(doc.model_dump(by_alias=True, exclude_unset=True), indent=2, default=str) + "\n"
+
+
+def report_title(doc: ReportDoc) -> str:
+    return f"shadow-backfill: {doc.shadow_table} vs {doc.live_table}"
+
+
+def reasons(p: PartitionDoc) -> list[CheckDoc]:
+    """The checks that made a partition's verdict worse than pass, failures first (the order
+    of `vocabulary.reasons`, which reads the validator's checks)."""
+    bad = (c for c in p.checks if c.status in (CheckStatus.WARN, CheckStatus.FAIL))
+    return sorted(bad, key=lambda c: -c.status.rank)
+
+
+def skipped(checks: Sequence[CheckDoc]) -> list[CheckDoc]:
+    """The checks not judged (too few rows): shown apart, so none reads as passed."""
+    return [c for c in checks if c.status == CheckStatus.SKIPPED]
+
+
+def skipped_count(doc: ReportDoc) -> int:
+    return sum(len(skipped(p.checks)) for p in doc.partitions)
+
+
+def check_id(c: CheckDoc) -> str:
+    """A check named with its column, as `vocabulary.Check.id` names it."""
+    return f"{c.name}[{c.column}]" if c.column else c.name

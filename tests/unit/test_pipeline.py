@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 import yaml
 
+from shadow_backfill.documents.pipeline import PipelineDoc
 from shadow_backfill.errors import ConfigError
 from shadow_backfill.pipeline.gate import BLOCKED, PipelineVerdict, pipeline_verdicts, rows_ratio
 from shadow_backfill.pipeline.graph import downstream_of, layer_order
-from shadow_backfill.pipeline.report import write_pipeline_report
+from shadow_backfill.pipeline.report import pipeline_html, pipeline_markdown, write_pipeline_report
 from shadow_backfill.pipeline.spec import Consistency, load_pipeline
 from shadow_backfill.vocabulary import CheckStatus
 from shadow_backfill.workflow import PromotionPolicy
@@ -183,6 +184,19 @@ def test_the_pipeline_report_escapes_data(tmp_path: Path) -> None:
         "checks": [],
         "failed_in": ["staging"],
     }
+
+
+def test_the_pipeline_reports_render_the_published_document(tmp_path: Path) -> None:
+    """pipeline.md and pipeline.html are functions of pipeline.json's model alone: read back
+    from the file, the document renders the very bytes written beside it."""
+    verdicts = [
+        PipelineVerdict("<b>|d1</b>", {"raw": "pass", "staging": BLOCKED}),
+        PipelineVerdict("d2", {"raw": None, "staging": "warn"}),
+    ]
+    paths = write_pipeline_report("p", ["raw", "staging"], verdicts, {}, tmp_path)
+    doc = PipelineDoc.model_validate_json(paths["json"].read_text())
+    assert pipeline_markdown(doc) == paths["markdown"].read_text()
+    assert pipeline_html(doc, {}, tmp_path) == paths["html"].read_text()
 
 
 def test_the_pipeline_report_shows_a_strip_per_layer_and_who_failed_each_day(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from shadow_backfill.document import (
     fields_digest,
     schema_text,
 )
-from shadow_backfill.report.model import ReportData, report_json
+from shadow_backfill.report.model import ReportData, report_document, report_text
 from shadow_backfill.state import VerdictRecord
 from shadow_backfill.validate.changes import ColumnChange
 from shadow_backfill.validate.distributions import Distribution
@@ -90,7 +90,7 @@ def _records() -> list[VerdictRecord]:
 
 def _document(records: list[VerdictRecord]) -> dict[str, Any]:
     """report.json as a script reads it (the bytes `write_reports` writes, parsed)."""
-    return json.loads(json.dumps(report_json(ReportData("live", "shadow", "delta", records)), default=str))
+    return json.loads(report_text(report_document(ReportData("live", "shadow", "delta", records))))
 
 
 def test_what_the_judge_publishes_validates_against_the_document() -> None:

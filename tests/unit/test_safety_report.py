@@ -22,6 +22,9 @@ from support import chromium_dump_dom
 
 from shadow_backfill.document import MetricsDoc, ReportDoc
 from shadow_backfill.report import ReportData, write_reports
+from shadow_backfill.report.html import render_html
+from shadow_backfill.report.junit import render_junit
+from shadow_backfill.report.markdown import render_markdown
 from shadow_backfill.state import StateStore, VerdictRecord
 from shadow_backfill.vocabulary import Check, CheckStatus
 
@@ -165,6 +168,15 @@ def test_junit_and_json_keep_hostile_data_exact(reports: dict[str, Path]) -> Non
     doc = json.loads(reports["json"].read_text())
     ReportDoc.model_validate(doc)  # hostile text still makes a document of the published schema
     assert sorted(p["partition"] for p in doc["partitions"]) == sorted(EVIL)
+
+
+def test_every_report_renders_the_published_document(reports: dict[str, Path]) -> None:
+    """The Markdown, JUnit and HTML reports are functions of report.json's model alone: read back
+    from the file, hostile text and all, the document renders the very bytes written beside it."""
+    doc = ReportDoc.model_validate(json.loads(reports["json"].read_text()))
+    assert render_markdown(doc) == reports["markdown"].read_text()
+    assert render_junit(doc) == reports["junit"].read_text()
+    assert render_html(doc) == reports["html"].read_text()
 
 
 def test_control_characters_do_not_break_junit(tmp_path: Path) -> None:
