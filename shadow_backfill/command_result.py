@@ -56,7 +56,8 @@ class CommandResult:
     (written for `run`, promoted for `promote`/`backfill`, approved for `validate`) for a reason
     that is no failure of theirs or of live: a verdict, a stop, another run's lease, an upstream
     layer. `refused`: a promotion asked for and not made (live or the shadow changed under it).
-    `layers`: a pipeline's tables, each as its own result (in the pipeline's order)."""
+    `layers`: a pipeline's tables upstream first, each its recompute as a table's `run` (with
+    its own ending, by the table's rule; the pipeline's `ending` is the pipeline's)."""
 
     command: str
     kind: Kind
@@ -129,6 +130,11 @@ def _ordered(selected: Iterable[str], why: Mapping[str, str]) -> dict[str, str]:
     return {k: why[k] for k in selected if k in why}
 
 
+def _union(*groups: Iterable[str]) -> tuple[str, ...]:
+    """Every partition of the groups once, in the order first seen."""
+    return tuple(dict.fromkeys(k for group in groups for k in group))
+
+
 # ---- one table ---------------------------------------------------------------------------------
 
 
@@ -182,7 +188,7 @@ def table_promotion(plan: PromotionPlan, record: PromotionRecord | None, target:
         "table",
         target,
         promotion_outcome(plan, record),
-        selected=(*plan.partitions, *plan.refused),
+        selected=_union(plan.partitions, plan.refused),
         promoted=tuple(record.partitions) if record is not None else (),
         held=held,
         refused=refused,
@@ -207,7 +213,7 @@ def table_canary(result: CanaryResult, target: str = "") -> CommandResult:
         "table",
         target,
         canary_outcome(result),
-        selected=(*result.plan.partitions, *result.plan.refused),
+        selected=_union(result.plan.partitions, result.plan.refused),
         promoted=_canary_promoted(result),
         held=held,
         refused=refused,
@@ -347,7 +353,7 @@ def pipeline_promotion(result: PipelinePromotion, target: str = "") -> CommandRe
         "pipeline",
         target,
         pipeline_promotion_outcome(result),
-        selected=(*result.partitions, *result.refused),
+        selected=_union(result.partitions, result.refused),
         promoted=promoted,
         refused=dict(result.refused),
         promotion_id=promotion_id,
