@@ -161,18 +161,16 @@ def table_run(run: RunResult, target: str = "", command: str = "run") -> Command
     )
 
 
+def _validation(kind: Kind, target: str, judged: dict[str, CheckStatus], ending: Ending) -> CommandResult:
+    """`validate` of a table or a pipeline: it selected what it judged, and holds each `warn`."""
+    held = {k: WARN_HELD for k, v in judged.items() if v == CheckStatus.WARN}
+    return CommandResult("validate", kind, target, ending, selected=tuple(judged), judged=judged, held=held)
+
+
 def table_validation(result: ValidationResult, target: str = "") -> CommandResult:
     judged = {v.partition: v.verdict for v in result.verdicts}
-    return CommandResult(
-        "validate",
-        "table",
-        target,
-        validation_outcome(result),
-        selected=tuple(judged),
-        judged=judged,
-        held={k: WARN_HELD for k, v in judged.items() if v == CheckStatus.WARN},
-        validation_id=result.validation_id or None,
-    )
+    checked = _validation("table", target, judged, validation_outcome(result))
+    return replace(checked, validation_id=result.validation_id or None)
 
 
 def _split_refused(refused: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
@@ -262,22 +260,14 @@ def table_backfill(result: BackfillResult, target: str = "") -> CommandResult:
     record = result.canary.canary if result.canary is not None else result.promotion
     gone = set(promoted) | set(result.already_live) | set(result.refused) | set(run.failed)
     otherwise = NOT_ASKED if not result.promote_requested else "canary rolled back" if problem else "not promoted"
-    return CommandResult(
-        "backfill",
-        "table",
-        target,
-        backfill_outcome(result, problem),
-        selected=run.selected,
-        written=run.written,
-        skipped=run.skipped,
-        failed=run.failed,
+    return replace(
+        run,
+        ending=backfill_outcome(result, problem),
         judged=judged,
         promoted=promoted,
         already_live=_ordered(run.selected, result.already_live),
         held=_promotion_held(run.selected, run.held, gone, judged, run.stopped, otherwise),
         refused=_ordered(run.selected, result.refused),
-        stopped=run.stopped,
-        run_id=run.run_id,
         validation_id=result.validation.validation_id or None,
         promotion_id=record.id if record is not None else None,
         reports={kind: str(path) for kind, path in result.reports.items()},
@@ -328,15 +318,7 @@ def pipeline_run(result: PipelineRun, target: str = "", command: str = "run") ->
 
 def pipeline_validation(result: PipelineValidation, target: str = "") -> CommandResult:
     judged = {v.partition: v.verdict for v in result.verdicts}
-    return CommandResult(
-        "validate",
-        "pipeline",
-        target,
-        pipeline_validation_outcome(result),
-        selected=tuple(judged),
-        judged=judged,
-        held={k: WARN_HELD for k, v in judged.items() if v == CheckStatus.WARN},
-    )
+    return _validation("pipeline", target, judged, pipeline_validation_outcome(result))
 
 
 def _set_promoted(promotion: PipelinePromotion | None) -> tuple[tuple[str, ...], str | None]:
