@@ -53,9 +53,10 @@ NOT_ASKED = "not promoted (--no-promote)"
 class CommandResult:
     """One command's account. Partitions appear in the order the command selected them; every
     mapping says why per partition. `held`: partitions the command did not carry to its end
-    (written for `run`, promoted for `promote`/`backfill`, approved for `validate`) for a reason
-    that is no failure of theirs or of live: a verdict, a stop, another run's lease, an upstream
-    layer. `refused`: a promotion asked for and not made (live or the shadow changed under it).
+    (written for `run`, promoted for `promote`/`backfill`, approved for `validate`), with why: a
+    verdict (a `warn` not allowed, a `fail`), a stop, another run's lease, an upstream layer,
+    the options (a recompute that failed is in `failed` instead). `refused`: a promotion asked
+    for and not made (live or the shadow changed under it).
     `layers`: a pipeline's tables upstream first, each its recompute as a table's `run` (with
     its own ending, by the table's rule; the pipeline's `ending` is the pipeline's)."""
 
