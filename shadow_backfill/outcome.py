@@ -17,8 +17,12 @@ from typing import TYPE_CHECKING
 from shadow_backfill.vocabulary import CheckStatus
 
 if TYPE_CHECKING:
-    from shadow_backfill.pipeline.results import PipelineBackfill, PipelineRun, PipelineValidation
+    from shadow_backfill.canary import CanaryResult
+    from shadow_backfill.canary_recovery import FinishedCanary
+    from shadow_backfill.pipeline.results import PipelineBackfill, PipelinePromotion, PipelineRun, PipelineValidation
+    from shadow_backfill.promote import PromotionPlan
     from shadow_backfill.results import BackfillResult, RunResult, ValidationResult
+    from shadow_backfill.state import PromotionRecord
 
 # The exit codes a scheduler reads; the docs' table is this one.
 EXIT_OK = 0
@@ -122,6 +126,51 @@ def backfill_outcome(result: BackfillResult, canary_problem: str | None = None) 
     return DONE
 
 
+def nothing_promoted(plan: PromotionPlan) -> str:
+    """The error line of a promotion that committed nothing: the first refusal, named (a shadow
+    rewritten after validation says by which run), or that nothing passed."""
+    if not plan.refused:
+        return "nothing promoted: no partition passed every check"
+    first = sorted(plan.refused)[0]
+    more = f" (and {len(plan.refused) - 1} more refused)" if len(plan.refused) > 1 else ""
+    return f"nothing promoted: partition {first}: {plan.refused[first]}{more}"
+
+
+def promotion_outcome(plan: PromotionPlan, record: PromotionRecord | None) -> Ending:
+    """`promote`: 1 if it committed nothing, else 0 (the partitions it left out are in its plan,
+    printed above the line)."""
+    return Ending(EXIT_FAILED, nothing_promoted(plan)) if record is None else DONE
+
+
+def canary_rolled_back(result: CanaryResult) -> str | None:
+    """The line of a canary its checks on live rolled back, naming the first failed check; None
+    when it was not rolled back."""
+    if result.rolled_back is None:
+        return None
+    more = f" and {len(result.failed) - 1} more failed check(s)" if len(result.failed) > 1 else ""
+    return f"canary rolled back as {result.rolled_back.id} (live is as before): {result.failed[0].message}{more}"
+
+
+def finished_canaries_outcome(finished: list[FinishedCanary]) -> Ending:
+    """Canaries a kill had left unchecked, checked by this command first: 1 if one failed on
+    live (it was rolled back, and nothing else is promoted)."""
+    if failed := [f for f in finished if f.rolled_back is not None]:
+        return Ending(
+            EXIT_FAILED, f"canary {failed[0].canary.id} failed on live and was rolled back; nothing else was promoted"
+        )
+    return DONE
+
+
+def canary_outcome(result: CanaryResult) -> Ending:
+    """`promote --canary`: 1 if a canary a kill had left unchecked failed its checks now, if
+    this one was rolled back, or if nothing was promoted; else 0."""
+    if not (first := finished_canaries_outcome(result.finished)).ok:
+        return first
+    if (problem := canary_rolled_back(result)) is not None:
+        return Ending(EXIT_FAILED, problem)
+    return promotion_outcome(result.plan, result.canary)
+
+
 # ---- a pipeline --------------------------------------------------------------------------------
 
 
@@ -165,6 +214,13 @@ def pipeline_validation_outcome(result: PipelineValidation) -> Ending:
         return Ending(EXIT_FAILED, f"{counts['fail']} partition(s) failed in the pipeline")
     if counts["warn"]:
         return Ending(EXIT_HELD, f"{counts['warn']} partition(s) only warn: held for approval")
+    return DONE
+
+
+def pipeline_promotion_outcome(result: PipelinePromotion) -> Ending:
+    """`pipeline promote`: 1 if it neither promoted the set nor finished one a kill cut off."""
+    if result.record is None and result.finished is None:
+        return Ending(EXIT_FAILED, "nothing promoted: no partition passed in every layer")
     return DONE
 
 

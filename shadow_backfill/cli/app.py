@@ -14,7 +14,6 @@ import typer
 from shadow_backfill.cli.limits import MaxDurationOption, PromotePartialOption, UntilOption, check_limits
 from shadow_backfill.cli.output import (
     OneLineErrors,
-    fail,
     handle_errors,
     out,
     recompute_progress,
@@ -25,13 +24,12 @@ from shadow_backfill.cli.pipeline import app as pipeline_app
 from shadow_backfill.cli.render import (
     exit_for_verdicts,
     fail_if_incomplete,
-    nothing_promoted,
     print_backfill,
     print_canary,
     print_finished_canaries,
     print_plan,
+    print_promotion,
     print_verdicts,
-    promoted_line,
     run_summary,
 )
 from shadow_backfill.cli.selection import (
@@ -228,10 +226,7 @@ def promote(
             return
         print_finished_canaries(bf.finish_unchecked_canaries())
         plan, rec = bf.promote(names, allow_warn=allow_warn)
-    print_plan(plan, dry_run=False)
-    if rec is None:
-        fail(nothing_promoted(plan))
-    out.print(promoted_line(rec))
+    print_promotion(plan, rec)
 
 
 def _say_recorded(bf: Backfill) -> None:

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from shadow_backfill import command_result
 from shadow_backfill.cli.limits import MaxDurationOption, PromotePartialOption, UntilOption, check_limits
 from shadow_backfill.cli.output import (
     EXIT_HELD,
     OneLineErrors,
     end,
-    fail,
     handle_errors,
     out,
     split_partitions,
@@ -23,7 +23,6 @@ from shadow_backfill.cli.render import members, run_summary, verdict_table
 from shadow_backfill.cli.selection import Asked, DryRunOption, JsonOption, Selection, selection_options
 from shadow_backfill.cli.views import view
 from shadow_backfill.errors import UsageError
-from shadow_backfill.outcome import pipeline_backfill_outcome, pipeline_run_outcome, pipeline_validation_outcome
 from shadow_backfill.pipeline.preflight import check_layers
 from shadow_backfill.pipeline.spec import load_pipeline
 from shadow_backfill.timebox import stop_on_sigterm
@@ -149,7 +148,7 @@ def run(
         result = p.run(keys.start, keys.end, keys.partitions, max_parallel=max_parallel, force=force, timebox=box)
     say_finished(p)
     print_run(result)
-    end(pipeline_run_outcome(result))
+    end(command_result.pipeline_run(result, p.file.name).ending)
 
 
 @app.command()
@@ -163,7 +162,7 @@ def validate(asked: Asked, pipeline: Path = PipelineArg) -> None:
     result = p.validate(keys.start, keys.end, keys.partitions)
     say_finished(p)
     out.print(verdict_table(p.order, result))
-    end(pipeline_validation_outcome(result))
+    end(command_result.pipeline_validation(result, p.file.name).ending)
 
 
 @app.command()
@@ -199,8 +198,7 @@ def promote(
     result = p.promote(asked.start, asked.end, split_partitions(asked.partitions), allow_warn=allow_warn)
     for line in promoted(result):
         out.print(line, markup=False)
-    if result.record is None and result.finished is None:
-        fail("nothing promoted: no partition passed in every layer")
+    end(command_result.pipeline_promotion(result, p.file.name).ending)
 
 
 @app.command()
@@ -291,7 +289,7 @@ def backfill(
             for line in promoted(result.promotion):
                 out.print(line, markup=False)
         out.print(f"report: {result.reports['html']}")
-    end(pipeline_backfill_outcome(result))
+    end(command_result.pipeline_backfill(result, p.file.name).ending)
 
 
 __all__ = ["EXIT_HELD", "app"]

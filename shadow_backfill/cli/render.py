@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 from rich.text import Text
 
-from shadow_backfill.cli.output import console, end, fail, out
-from shadow_backfill.outcome import backfill_outcome, run_outcome, validation_outcome
+from shadow_backfill.cli.output import console, end, out
+from shadow_backfill.command_result import table_backfill, table_canary, table_promotion, table_run, table_validation
+from shadow_backfill.outcome import finished_canaries_outcome
 from shadow_backfill.vocabulary import VERDICT_STYLES, CheckStatus
 
 if TYPE_CHECKING:
@@ -34,9 +35,9 @@ def print_failed(run: Any) -> None:
 
 
 def fail_if_incomplete(result: Any) -> None:
-    """Exit as a run that ended (`outcome.run_outcome`), after naming what failed."""
+    """Exit as a run that ended (`command_result.table_run`), after naming what failed."""
     print_failed(result)
-    end(run_outcome(result))
+    end(table_run(result).ending)
 
 
 def status_table(table_name: str, rows: list[dict[str, Any]]) -> Table:
@@ -57,8 +58,8 @@ def status_table(table_name: str, rows: list[dict[str, Any]]) -> Table:
 
 
 def exit_for_verdicts(result: Any) -> None:
-    """`validate`'s exit code (`outcome.validation_outcome`)."""
-    end(validation_outcome(result))
+    """`validate`'s exit code (`command_result.table_validation`)."""
+    end(table_validation(result).ending)
 
 
 def print_verdicts(result: Any) -> None:
@@ -148,7 +149,8 @@ def print_backfill(result: Any) -> None:
     if result.already_live:
         ids = ", ".join(sorted(set(result.already_live.values())))
         out.print(f"promote: {len(result.already_live)} passing partition(s) already live from this shadow ({ids})")
-    rolled_back = canary_steps(result.canary) if result.canary is not None else None
+    if result.canary is not None:
+        canary_steps(result.canary)
     if result.promotion is not None and result.canary is None:
         out.print(promoted_line(result.promotion))
     elif (
@@ -161,7 +163,7 @@ def print_backfill(result: Any) -> None:
     if result.reports:
         out.print(f"report: {result.reports['html']}")
     print_failed(result.run)
-    end(backfill_outcome(result, rolled_back))
+    end(table_backfill(result).ending)
 
 
 def _rows(n: int | None) -> str:
@@ -194,23 +196,20 @@ def print_run_plan(plan: Any) -> None:
     )
 
 
-def nothing_promoted(plan: Any) -> str:
-    """The error line of a promotion that committed nothing: the first refusal, named (a shadow
-    rewritten after validation says by which run), or that nothing passed."""
-    if not plan.refused:
-        return "nothing promoted: no partition passed every check"
-    first = sorted(plan.refused)[0]
-    more = f" (and {len(plan.refused) - 1} more refused)" if len(plan.refused) > 1 else ""
-    return f"nothing promoted: partition {first}: {plan.refused[first]}{more}"
+def print_promotion(plan: Any, record: Any) -> None:
+    """A promotion's plan, then its line; exits 1 if it committed nothing
+    (`command_result.table_promotion`)."""
+    print_plan(plan, dry_run=False)
+    end(table_promotion(plan, record).ending)
+    out.print(promoted_line(record))
 
 
 def print_finished_canaries(finished: list[Any]) -> None:
     """Canaries a kill had left unchecked, finished by this command, a line each; exits 1 if one
-    failed on live (it was rolled back, and nothing else is promoted)."""
+    failed on live (it was rolled back, and nothing else is promoted: `outcome.canary_outcome`)."""
     for f in finished:
         out.print(f.line(), markup=False)
-    if failed := [f for f in finished if f.rolled_back is not None]:
-        fail(f"canary {failed[0].canary.id} failed on live and was rolled back; nothing else was promoted")
+    end(finished_canaries_outcome(finished))
 
 
 def print_canary(result: Any) -> None:
@@ -219,24 +218,21 @@ def print_canary(result: Any) -> None:
     print_finished_canaries(result.finished)
     if result.canary is None:
         print_plan(result.plan, dry_run=False)
-        fail(nothing_promoted(result.plan))
-    if problem := canary_steps(result):
-        fail(problem)
+    else:
+        canary_steps(result)
+    end(table_canary(result).ending)
 
 
-def canary_steps(result: Any) -> str | None:
-    """Print a canary promotion's steps; the error line if its checks rolled it back."""
+def canary_steps(result: Any) -> None:
+    """Print a canary promotion's steps, and the failed checks if they rolled it back."""
     out.print("canary: " + promoted_line(result.canary))
     passed = sum(1 for c in result.checks if c.status == CheckStatus.PASS)
     out.print(f"canary checks on live: {passed} of {len(result.checks)} passed")
     if result.rest is not None:
         out.print("rest: " + promoted_line(result.rest))
-    if result.rolled_back is None:
-        return None
-    for c in result.failed[:10]:
-        console.print(Text.assemble(("failed", "red"), f" {c.message}"))
-    more = f" and {len(result.failed) - 1} more failed check(s)" if len(result.failed) > 1 else ""
-    return f"canary rolled back as {result.rolled_back.id} (live is as before): {result.failed[0].message}{more}"
+    if result.rolled_back is not None:
+        for c in result.failed[:10]:
+            console.print(Text.assemble(("failed", "red"), f" {c.message}"))
 
 
 def verdict_table(order: list[str], result: PipelineValidation) -> Table:

@@ -2,9 +2,10 @@
 Schemas published for them beside docs/report.schema.json.
 
 report.json's models live in `shadow_backfill.document` (with its schema_version history);
-`documents.cli` holds the one-table commands' `--json` output and `documents.pipeline` the
-pipeline's. The code that prints or writes a document builds its model and dumps it with
-`dump()`, so what scripts read cannot drift from what the schemas publish. This package imports
+`documents.cli` holds the one-table commands' `--json` output, `documents.pipeline` the
+pipeline's and `documents.command` what any command did (`command_result.CommandResult`).
+The code that prints or writes a document builds its model and dumps it with `dump()`, so what
+scripts read cannot drift from what the schemas publish. This package imports
 only the vocabulary and pydantic: the CLI, the pipeline and the reports all sit above it.
 Regenerate the files with `python -m shadow_backfill.documents docs`.
 """
@@ -19,6 +20,7 @@ from pydantic import BaseModel
 
 from shadow_backfill.document import schema_text as report_schema_text
 from shadow_backfill.documents.cli import HistoryDoc, RunPlanDoc, StatusDoc
+from shadow_backfill.documents.command import CommandDoc
 from shadow_backfill.documents.pipeline import PipelineDoc, PipelineHistoryDoc, PipelinePlanDoc
 
 # file name under docs/ -> (model, what prints or writes it)
@@ -29,6 +31,7 @@ PUBLISHED: dict[str, tuple[type[BaseModel], str]] = {
     "pipeline.schema.json": (PipelineDoc, "pipeline.json and shadow-backfill pipeline status --json"),
     "pipeline-plan.schema.json": (PipelinePlanDoc, "shadow-backfill pipeline run|backfill --dry-run --json"),
     "pipeline-history.schema.json": (PipelineHistoryDoc, "shadow-backfill pipeline history --json"),
+    "command.schema.json": (CommandDoc, "what a command did (command_result.CommandResult)"),
 }
 
 

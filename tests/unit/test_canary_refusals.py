@@ -11,7 +11,7 @@ import yaml
 from typer.testing import CliRunner
 
 from shadow_backfill.cli import app
-from shadow_backfill.cli.render import nothing_promoted
+from shadow_backfill.outcome import nothing_promoted
 
 CONFIG = {
     "live_table": "local.db.features",
