@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import socket
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import select, update
 
-from shadow_backfill.state.db import Db, aware, current_user, from_row, plain, utcnow
+from shadow_backfill.state.db import Db, aware, from_row, plain, stamped, utcnow
 from shadow_backfill.state.schema import promotions
 
 PROMOTE, ROLLBACK = "promote", "rollback"
@@ -104,6 +103,9 @@ class PromotionRecord:
         return plain(self)
 
 
+_JSON_FIELDS = ("partitions", "shadow_versions", "validation_ids", "schema_change")
+
+
 def _promotion(r: Any) -> PromotionRecord:
     return from_row(
         PromotionRecord,
@@ -122,21 +124,7 @@ class AuditTrail(Db):
     def record_promotion(self, rec: PromotionRecord) -> None:
         """Insert a promotion/rollback and, for a rollback, mark its target undone: one transaction."""
         with self._begin() as c:
-            c.execute(
-                promotions.insert().values(
-                    {
-                        **rec.__dict__,
-                        "partitions": json.dumps(rec.partitions),
-                        "shadow_versions": json.dumps(rec.shadow_versions),
-                        "validation_ids": json.dumps(rec.validation_ids),
-                        "schema_change": json.dumps(rec.schema_change),
-                        "user": rec.user or current_user(),
-                        "host": rec.host or socket.gethostname(),
-                        "at": rec.at or utcnow(),
-                        "undone_by": None,
-                    }
-                )
-            )
+            c.execute(promotions.insert().values(stamped(rec, _JSON_FIELDS, undone_by=None)))
             if rec.target is not None:
                 c.execute(update(promotions).where(promotions.c.id == rec.target).values(undone_by=rec.id))
                 # Undoing a rollback brings its promotion back: that promotion is live again.
@@ -160,15 +148,9 @@ class AuditTrail(Db):
         return {col[1:] for (change,) in rows for col in json.loads(change or "[]") if col.startswith("+")}
 
     def promotions(self, live_table: str) -> list[PromotionRecord]:
-        with self._connect() as c:
-            rows = (
-                c.execute(select(promotions).where(promotions.c.live_table == live_table).order_by(promotions.c.at))
-                .mappings()
-                .all()
-            )
-        return [_promotion(r) for r in rows]
+        q = select(promotions).where(promotions.c.live_table == live_table).order_by(promotions.c.at)
+        return [_promotion(r) for r in self._rows(q)]
 
     def promotion(self, promotion_id: str) -> PromotionRecord | None:
-        with self._connect() as c:
-            row = c.execute(select(promotions).where(promotions.c.id == promotion_id)).mappings().first()
+        row = self._first(select(promotions).where(promotions.c.id == promotion_id))
         return _promotion(row) if row else None

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import socket
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import select, update
 
 from shadow_backfill.errors import RefusedError, ShadowBackfillError, UsageError
-from shadow_backfill.state.db import Db, aware, current_user, from_row, plain, utcnow
+from shadow_backfill.state.db import Db, aware, from_row, plain, stamped, utcnow
 from shadow_backfill.state.schema import canaries
 
 PENDING, CHECKED, ROLLED_BACK, NOT_COMMITTED = "pending", "checked", "rolled back", "not committed"
@@ -55,20 +54,7 @@ class CanaryTrail(Db):
     def begin_canary(self, rec: CanaryRecord) -> None:
         """Record a canary as pending, before its commit."""
         with self._begin() as c:
-            c.execute(
-                canaries.insert().values(
-                    {
-                        **rec.__dict__,
-                        "partitions": json.dumps(rec.partitions),
-                        "rows": json.dumps(rec.rows),
-                        "state": PENDING,
-                        "user": rec.user or current_user(),
-                        "host": rec.host or socket.gethostname(),
-                        "at": rec.at or utcnow(),
-                        "finished_at": None,
-                    }
-                )
-            )
+            c.execute(canaries.insert().values(stamped(rec, ("partitions", "rows"), state=PENDING, finished_at=None)))
 
     def end_canary(self, canary_id: str, state: str) -> None:
         """A canary's checks ran (`checked`, `rolled back`), or its commit never happened."""
@@ -77,17 +63,8 @@ class CanaryTrail(Db):
 
     def unchecked_canaries(self, live_table: str) -> list[CanaryRecord]:
         """The canaries of `live_table` still pending, oldest first."""
-        with self._connect() as c:
-            rows = (
-                c.execute(
-                    select(canaries)
-                    .where(canaries.c.live_table == live_table, canaries.c.state == PENDING)
-                    .order_by(canaries.c.at)
-                )
-                .mappings()
-                .all()
-            )
-        return [_canary(r) for r in rows]
+        q = select(canaries).where(canaries.c.live_table == live_table, canaries.c.state == PENDING)
+        return [_canary(r) for r in self._rows(q.order_by(canaries.c.at))]
 
 
 def too_few(n: int, count: int, *, name: str = "--canary", refused: bool = False) -> ShadowBackfillError:

@@ -6,14 +6,16 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import getpass
-from collections.abc import Iterator, Mapping
+import json
+import socket
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Engine, Table
+from sqlalchemy import Engine, Select, Table
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, RowMapping
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from shadow_backfill import errors
@@ -59,6 +61,14 @@ class Db:
         with self._named_errors(), self.engine.connect() as c:
             yield c
 
+    def _rows(self, query: Select[Any]) -> Sequence[RowMapping]:
+        with self._connect() as c:
+            return c.execute(query).mappings().all()
+
+    def _first(self, query: Select[Any]) -> RowMapping | None:
+        with self._connect() as c:
+            return c.execute(query).mappings().first()
+
     @contextmanager
     def _named_errors(self, *kept: type[DBAPIError]) -> Iterator[None]:
         try:
@@ -79,6 +89,21 @@ def from_row(cls: type[R], row: Mapping[str, Any], **converted: Any) -> R:
     that need more than a copy (JSON, time zones)."""
     names = [f.name for f in dataclasses.fields(cls)]
     return cls(**{n: converted[n] if n in converted else row[n] for n in names})
+
+
+def stamped(record: Any, json_fields: Iterable[str], **overrides: Any) -> dict[str, Any]:
+    """A trail record's row to insert, as every trail writes it: the JSON fields as text, and
+    who wrote it from where and when (the record's own when it has them: one rebuilt from a
+    commit's properties names that commit's writer). `overrides`: what a new row starts as
+    whatever the record holds (not undone yet, a canary not checked yet)."""
+    return {
+        **record.__dict__,
+        **{name: json.dumps(getattr(record, name)) for name in json_fields},
+        "user": record.user or current_user(),
+        "host": record.host or socket.gethostname(),
+        "at": record.at or utcnow(),
+        **overrides,
+    }
 
 
 def plain(record: Any) -> dict[str, Any]:

@@ -51,8 +51,11 @@ def _partition(r: Any) -> PartitionRecord:
     )
 
 
-def _update(shadow_table: str, keys: Iterable[str]) -> Update:
-    return update(partitions).where(partitions.c.shadow_table == shadow_table, partitions.c.partition.in_(list(keys)))
+def _moved(shadow_table: str, keys: Iterable[str], status: PartitionStatus, run_id: str, now: dt.datetime) -> Update:
+    """Partitions moved to `status`: every transition names the run that moved them and when,
+    and adds its own `.values`."""
+    chosen = partitions.c.shadow_table == shadow_table, partitions.c.partition.in_(list(keys))
+    return update(partitions).where(*chosen).values(status=status, run_id=run_id, updated_at=now)
 
 
 class Runs(Db):
@@ -95,9 +98,7 @@ class Partitions(Db):
     def records(self, shadow_table: str, keys: Iterable[str] | None = None) -> dict[str, PartitionRecord]:
         q = select(partitions).where(partitions.c.shadow_table == shadow_table)
         wanted = set(keys) if keys is not None else None
-        with self._connect() as c:
-            rows = c.execute(q).mappings().all()
-        return {r["partition"]: _partition(r) for r in rows if wanted is None or r["partition"] in wanted}
+        return {r["partition"]: _partition(r) for r in self._rows(q) if wanted is None or r["partition"] in wanted}
 
     def mark_pending(self, shadow_table: str, keys: Sequence[str], run_id: str) -> None:
         """Register partitions a run intends to write, without touching ones already known."""
@@ -124,14 +125,11 @@ class Partitions(Db):
         now = utcnow()
         with self._begin() as c:
             c.execute(
-                _update(shadow_table, keys).values(
-                    status=PartitionStatus.RUNNING,
-                    run_id=run_id,
+                _moved(shadow_table, keys, PartitionStatus.RUNNING, run_id, now).values(
                     code_fingerprint=fingerprint,
                     error=None,
                     started_at=now,
                     finished_at=None,
-                    updated_at=now,
                     attempts=partitions.c.attempts + 1,
                 )
             )
@@ -149,15 +147,12 @@ class Partitions(Db):
         with self._begin() as c:
             for k, n in rows_by_key.items():
                 c.execute(
-                    _update(shadow_table, [k]).values(
-                        status=PartitionStatus.WRITTEN,
+                    _moved(shadow_table, [k], PartitionStatus.WRITTEN, run_id, now).values(
                         rows=n,
                         shadow_version=version,
-                        run_id=run_id,
                         code_fingerprint=fingerprint,
                         error=None,
                         finished_at=now,
-                        updated_at=now,
                         duration_s=duration_s,
                     )
                 )
@@ -166,7 +161,7 @@ class Partitions(Db):
         now = utcnow()
         with self._begin() as c:
             c.execute(
-                _update(shadow_table, keys).values(
-                    status=PartitionStatus.FAILED, error=error[:4000], run_id=run_id, finished_at=now, updated_at=now
+                _moved(shadow_table, keys, PartitionStatus.FAILED, run_id, now).values(
+                    error=error[:4000], finished_at=now
                 )
             )

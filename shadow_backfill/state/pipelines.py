@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import socket
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import delete, select, update
 
 from shadow_backfill.state.audit import PROMOTE, ROLLBACK
-from shadow_backfill.state.db import Db, aware, current_user, from_row, plain, utcnow
+from shadow_backfill.state.db import Db, aware, from_row, plain, stamped
 from shadow_backfill.state.schema import pipeline_promotions
 
 # A pipeline promotion is written before its first layer commits and is `promoting` until its
@@ -62,19 +61,8 @@ class PipelineTrail(Db):
         """Insert a pipeline promotion or rollback; a rollback marks its target undone, in one
         transaction."""
         with self._begin() as c:
-            c.execute(
-                pipeline_promotions.insert().values(
-                    {
-                        **rec.__dict__,
-                        "partitions": json.dumps(rec.partitions),
-                        "members": json.dumps([list(m) for m in rec.members]),
-                        "user": rec.user or current_user(),
-                        "host": rec.host or socket.gethostname(),
-                        "at": rec.at or utcnow(),
-                        "undone_by": None,
-                    }
-                )
-            )
+            # JSON writes a (layer, promotion id) pair as the list `_record` reads back
+            c.execute(pipeline_promotions.insert().values(stamped(rec, ("partitions", "members"), undone_by=None)))
             if rec.target is not None:
                 c.execute(
                     update(pipeline_promotions).where(pipeline_promotions.c.id == rec.target).values(undone_by=rec.id)
@@ -102,21 +90,11 @@ class PipelineTrail(Db):
             c.execute(delete(pipeline_promotions).where(pipeline_promotions.c.id == record_id))
 
     def pipeline_records(self, pipeline: str) -> list[PipelineRecord]:
-        with self._connect() as c:
-            rows = (
-                c.execute(
-                    select(pipeline_promotions)
-                    .where(pipeline_promotions.c.pipeline == pipeline)
-                    .order_by(pipeline_promotions.c.at)
-                )
-                .mappings()
-                .all()
-            )
-        return [_record(r) for r in rows]
+        q = select(pipeline_promotions).where(pipeline_promotions.c.pipeline == pipeline)
+        return [_record(r) for r in self._rows(q.order_by(pipeline_promotions.c.at))]
 
     def pipeline_record(self, record_id: str) -> PipelineRecord | None:
-        with self._connect() as c:
-            row = c.execute(select(pipeline_promotions).where(pipeline_promotions.c.id == record_id)).mappings().first()
+        row = self._first(select(pipeline_promotions).where(pipeline_promotions.c.id == record_id))
         return _record(row) if row else None
 
 

@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import BigInteger, Column, DateTime, Float, Integer, MetaData, String, Table, Text
 
 metadata = MetaData()
+
+
+def _per_partition(name: str, *columns: Column[Any]) -> Table:
+    """A table of one row per partition of a shadow table: the partition records and their
+    verdicts share their key, so a partition's verdict is found by its record's key."""
+    key = Column("shadow_table", String(512), primary_key=True), Column("partition", String(64), primary_key=True)
+    return Table(name, metadata, *key, *columns)
+
+
+def _written_by() -> tuple[Column[Any], ...]:
+    """Who wrote a trail's row, from where, and when (`db.stamped` fills them)."""
+    return Column("user", String(128)), Column("host", String(255)), Column("at", DateTime(timezone=True))
+
 
 runs = Table(
     "runs",
@@ -22,11 +37,8 @@ runs = Table(
     Column("finished_at", DateTime(timezone=True)),
 )
 
-partitions = Table(
+partitions = _per_partition(
     "partitions",
-    metadata,
-    Column("shadow_table", String(512), primary_key=True),
-    Column("partition", String(64), primary_key=True),
     Column("status", String(16), nullable=False),
     Column("rows", BigInteger),
     Column("shadow_version", BigInteger),
@@ -40,11 +52,8 @@ partitions = Table(
     Column("updated_at", DateTime(timezone=True)),
 )
 
-verdicts = Table(
+verdicts = _per_partition(
     "verdicts",
-    metadata,
-    Column("shadow_table", String(512), primary_key=True),
-    Column("partition", String(64), primary_key=True),
     Column("verdict", String(8), nullable=False),
     Column("checks", Text, nullable=False),  # JSON list of checks (observed vs threshold)
     Column("metrics", Text, nullable=False),  # JSON: rows, per-column drift, key diff, schema
@@ -71,9 +80,7 @@ promotions = Table(
     Column("to_version", BigInteger),  # for a whole-table rollback
     Column("config_hash", String(64)),
     Column("code_fingerprint", String(64)),
-    Column("user", String(128)),
-    Column("host", String(255)),
-    Column("at", DateTime(timezone=True)),
+    *_written_by(),
     Column("undone_by", String(64)),
     # JSON list: "+col" a column the promotion added to live, "-col" one it kept, null in its rows
     # (added after the first release: `migrate.add_new_columns` adds it to older stores)
@@ -104,9 +111,7 @@ pipeline_promotions = Table(
     Column("members", Text, nullable=False),  # JSON list of [layer, promotion id], in commit order
     Column("target", String(64)),  # for a rollback: the pipeline promotion it undoes
     Column("state", String(16), nullable=False),  # promoting (members still committing) | done
-    Column("user", String(128)),
-    Column("host", String(255)),
-    Column("at", DateTime(timezone=True)),
+    *_written_by(),
     Column("undone_by", String(64)),
 )
 
@@ -122,8 +127,6 @@ canaries = Table(
     Column("partitions", Text, nullable=False),  # JSON list of keys
     Column("rows", Text),  # JSON {partition: validated shadow row count}: the check on live
     Column("state", String(16), nullable=False),  # pending | checked | rolled back | not committed
-    Column("user", String(128)),
-    Column("host", String(255)),
-    Column("at", DateTime(timezone=True)),
+    *_written_by(),
     Column("finished_at", DateTime(timezone=True)),
 )

@@ -66,8 +66,7 @@ class VerdictStore(Db):
             c.execute(stmt.on_conflict_do_update(index_elements=["shadow_table", "partition"], set_=update_cols))
 
     def verdicts(self, shadow_table: str) -> dict[str, VerdictRecord]:
-        with self._connect() as c:
-            rows = c.execute(select(verdicts).where(verdicts.c.shadow_table == shadow_table)).mappings().all()
+        rows = self._rows(select(verdicts).where(verdicts.c.shadow_table == shadow_table))
         return {
             r["partition"]: VerdictRecord(
                 partition=r["partition"],
