@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from shadow_backfill.cli.limits import MaxDurationOption, PromotePartialOption, UntilOption, check_limits
+from shadow_backfill.cli.job import Job, job_options
 from shadow_backfill.cli.output import (
     EXIT_HELD,
     OneLineErrors,
@@ -20,7 +20,7 @@ from shadow_backfill.cli.output import (
     split_partitions,
 )
 from shadow_backfill.cli.render import members, run_summary, verdict_table
-from shadow_backfill.cli.selection import Asked, DryRunOption, JsonOption, Selection, selection_options
+from shadow_backfill.cli.selection import Asked, selection_options
 from shadow_backfill.cli.views import view
 from shadow_backfill.errors import UsageError
 from shadow_backfill.outcome import pipeline_backfill_outcome, pipeline_run_outcome, pipeline_validation_outcome
@@ -31,6 +31,7 @@ from shadow_backfill.timebox import stop_on_sigterm
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from shadow_backfill.cli.selection import Selection
     from shadow_backfill.pipeline.results import PipelinePromotion, PipelineRun
     from shadow_backfill.pipeline.runner import Pipeline
     from shadow_backfill.pipeline.spec import PipelineFile
@@ -40,6 +41,7 @@ app = typer.Typer(
     cls=OneLineErrors, no_args_is_help=True, help="Backfill several tables as one: layers in dependency order."
 )
 PipelineArg = typer.Argument(..., help="The pipeline file (YAML).", show_default=False)
+_PARALLEL = "Chunks in flight at once across the pipeline."
 # Taken only to refuse it in words: a user who knows `promote --canary` tries it on a pipeline,
 # and "no such option" would not say why there is none.
 NoCanaryOption = typer.Option(None, "--canary", hidden=True, show_default=False)
@@ -87,10 +89,12 @@ def print_run(result: PipelineRun) -> None:
             out.print(f"{key}: {partition} not recomputed: {why}", markup=False)
 
 
-def show_dry_run(p: Pipeline, keys: Selection, max_parallel: int | None, force: bool, as_json: bool) -> None:
+def show_dry_run(p: Pipeline, keys: Selection, job: Job) -> None:
     """Each layer's plan (a table each, or with `--json` one document keyed by layer)."""
-    plans = p.dry_run(keys.start, keys.end, keys.partitions, max_parallel=max_parallel, force=force, window=keys.window)
-    view(as_json).pipeline_plan(p.file.name, plans)
+    plans = p.dry_run(
+        keys.start, keys.end, keys.partitions, max_parallel=job.max_parallel, force=job.force, window=keys.window
+    )
+    view(job.as_json).pipeline_plan(p.file.name, plans)
 
 
 def promoted(promotion: PipelinePromotion) -> list[str]:
@@ -125,28 +129,18 @@ def say_finished(p: Pipeline) -> None:
 @app.command()
 @handle_errors
 @selection_options()
-def run(
-    asked: Asked,
-    pipeline: Path = PipelineArg,
-    max_parallel: int | None = typer.Option(None, min=1, help="Chunks in flight at once across the pipeline."),
-    force: bool = typer.Option(False, help="Rewrite partitions that are already written."),
-    until: str | None = UntilOption,
-    max_duration: str | None = MaxDurationOption,
-    dry_run: bool = DryRunOption,
-    as_json: bool = JsonOption,
-) -> None:
+@job_options(_PARALLEL, "Rewrite partitions that are already written.")
+def run(asked: Asked, job: Job, pipeline: Path = PipelineArg) -> None:
     """Recompute every layer, upstream first, each reading its upstream layers' shadows."""
-    asked.check(as_json=as_json, dry_run=dry_run)
-    check_limits(until, max_duration)
-    p = open_pipeline(pipeline, first_checks(asked, required=True))
-    p = p.for_dry_run() if dry_run else p
-    box = p.timebox(until, max_duration)
-    keys = asked.resolve(p)
-    if dry_run:
-        show_dry_run(p, keys, max_parallel, force, as_json)
+    job.check(asked)
+    p, box, keys = job.start(open_pipeline(pipeline, first_checks(asked, required=True)), asked)
+    if job.dry_run:
+        show_dry_run(p, keys, job)
         return
     with stop_on_sigterm(box):
-        result = p.run(keys.start, keys.end, keys.partitions, max_parallel=max_parallel, force=force, timebox=box)
+        result = p.run(
+            keys.start, keys.end, keys.partitions, max_parallel=job.max_parallel, force=job.force, timebox=box
+        )
     say_finished(p)
     print_run(result)
     end(pipeline_run_outcome(result))
@@ -244,43 +238,31 @@ def report(
 @app.command()
 @handle_errors
 @selection_options()
-def backfill(
-    asked: Asked,
-    pipeline: Path = PipelineArg,
-    max_parallel: int | None = typer.Option(None, min=1, help="Chunks in flight at once across the pipeline."),
-    force: bool = typer.Option(False, help="Recompute partitions that are already written."),
-    promote_passing: bool = typer.Option(True, "--promote/--no-promote", help="--no-promote stops after the report."),
-    report_dir: Path | None = typer.Option(None, "--report", help="Report folder (default: report/ beside the file)."),
-    until: str | None = UntilOption,
-    max_duration: str | None = MaxDurationOption,
-    promote_partial: bool = PromotePartialOption,
-    dry_run: bool = DryRunOption,
-    as_json: bool = JsonOption,
-    canary: str | None = NoCanaryOption,
-) -> None:
+@job_options(
+    _PARALLEL,
+    "Recompute partitions that are already written.",
+    report="Report folder (default: report/ beside the file).",
+)
+def backfill(asked: Asked, job: Job, pipeline: Path = PipelineArg, canary: str | None = NoCanaryOption) -> None:
     """The main job over every layer: recompute -> validate -> promote the set -> report."""
     refuse_canary(canary)
-    asked.check(as_json=as_json, dry_run=dry_run)
-    check_limits(until, max_duration)
-    report_to = None if dry_run else report_dir or pipeline.parent / "report"
-    p = open_pipeline(pipeline, first_checks(asked, required=True, report_dir=report_to))
-    p = p.for_dry_run() if dry_run else p
-    box = p.timebox(until, max_duration)
-    keys = asked.resolve(p)
-    if dry_run:
-        show_dry_run(p, keys, max_parallel, force, as_json)
+    job.check(asked)
+    checks = first_checks(asked, required=True, report_dir=job.report_to(pipeline.parent))
+    p, box, keys = job.start(open_pipeline(pipeline, checks), asked)
+    if job.dry_run:
+        show_dry_run(p, keys, job)
         return
     with stop_on_sigterm(box):
         result = p.backfill(
             keys.start,
             keys.end,
             keys.partitions,
-            max_parallel=max_parallel,
-            force=force,
-            promote=promote_passing,
-            report_dir=report_dir,
+            max_parallel=job.max_parallel,
+            force=job.force,
+            promote=job.promote_passing,
+            report_dir=job.report_dir,
             timebox=box,
-            promote_partial=promote_partial,
+            promote_partial=job.promote_partial,
         )
     if result.promotion is None:  # else its lines say it
         say_finished(p)
