@@ -15,8 +15,8 @@ import typer
 from shadow_backfill.cli.job import Job, job_options
 from shadow_backfill.cli.output import (
     OneLineErrors,
+    commands,
     fail,
-    handle_errors,
     out,
     recompute_progress,
     show_warnings,
@@ -60,7 +60,9 @@ app = typer.Typer(
 
 app.add_typer(pipeline_app, name="pipeline")
 
+command = commands(app)
 ConfigArg = typer.Argument(..., help="The backfill config (YAML).", show_default=False)
+JsonListOption = typer.Option(False, "--json", help="Print a JSON list instead of a table.")
 
 
 def _print_version(value: bool) -> None:
@@ -94,8 +96,7 @@ def open_backfill(config: Path, check: Callable[[BackfillConfig], None] | None =
     return Backfill(checked)
 
 
-@app.command()
-@handle_errors
+@command
 @selection_options("First partition, e.g. 2024-01-01.")
 @job_options("Chunks written at once (default: config).", "Rewrite partitions that are already written.")
 def run(
@@ -121,9 +122,8 @@ def run(
             start,
             end,
             names,
-            max_parallel=job.max_parallel,
+            **job.knobs(),
             chunk_size=chunk_size,
-            force=job.force,
             allow_code_change=allow_code_change,
             on_progress=advance,
             timebox=box,
@@ -140,9 +140,8 @@ def show_dry_run(
         chosen.start,
         chosen.end,
         chosen.partitions,
-        max_parallel=job.max_parallel,
+        **job.knobs(),
         chunk_size=chunk_size,
-        force=job.force,
         allow_code_change=allow_code_change,
         window=chosen.window,
     )
@@ -157,11 +156,10 @@ def recomputing(bf: Backfill, box: TimeBox, count: int) -> Iterator[Callable[[Se
         yield advance
 
 
-@app.command()
-@handle_errors
+@command
 def status(
     config: Path = ConfigArg,
-    as_json: bool = typer.Option(False, "--json", help="Print a JSON list instead of a table."),
+    as_json: bool = JsonListOption,
 ) -> None:
     """Show every partition of the shadow table and its state."""
     bf = open_backfill(config)
@@ -170,8 +168,7 @@ def status(
     view(as_json).status(bf.shadow_table, bf.status_rows(), shown_url(bf.config.state_url))
 
 
-@app.command()
-@handle_errors
+@command
 @selection_options("First partition (default: every recomputed partition).")
 def validate(asked: Asked, config: Path = ConfigArg) -> None:
     """Validate shadow partitions (suites + drift against live); exit 1 if any fails, 3 if some only warn."""
@@ -183,8 +180,7 @@ def validate(asked: Asked, config: Path = ConfigArg) -> None:
     exit_for_verdicts(result)
 
 
-@app.command()
-@handle_errors
+@command
 def report(
     config: Path = ConfigArg,
     out_dir: Path = typer.Option(..., "--out", help="Folder for report.html, report.json, report.md, junit.xml."),
@@ -195,8 +191,7 @@ def report(
         out.print(f"{kind:9} {path}")
 
 
-@app.command()
-@handle_errors
+@command
 def promote(
     config: Path = ConfigArg,
     partitions: str | None = typer.Option(
@@ -252,8 +247,7 @@ def _say_recorded(bf: Backfill) -> None:
             )
 
 
-@app.command()
-@handle_errors
+@command
 def rollback(
     config: Path = ConfigArg,
     promotion: str | None = typer.Option(None, "--promotion", help="Undo this promotion (or rollback) id."),
@@ -269,8 +263,7 @@ def rollback(
     )
 
 
-@app.command()
-@handle_errors
+@command
 def gc(
     config: Path = ConfigArg,
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be deleted; delete nothing."),
@@ -288,11 +281,10 @@ def gc(
             out.print(f"  {path}", markup=False)
 
 
-@app.command()
-@handle_errors
+@command
 def history(
     config: Path = ConfigArg,
-    as_json: bool = typer.Option(False, "--json", help="Print a JSON list instead of a table."),
+    as_json: bool = JsonListOption,
     reconcile: bool = typer.Option(
         False,
         "--reconcile",
@@ -304,8 +296,7 @@ def history(
     view(as_json).history(recs)
 
 
-@app.command()
-@handle_errors
+@command
 @selection_options()
 @job_options(
     "Chunks written at once.",
@@ -332,23 +323,11 @@ def backfill(asked: Asked, job: Job, config: Path = ConfigArg) -> None:
             _say_recorded(bf)
             print_finished_canaries(bf.finish_unchecked_canaries())
         with recomputing(bf, box, len(to_do)) as advance:
-            result = bf.backfill(
-                start,
-                end,
-                names,
-                max_parallel=job.max_parallel,
-                force=job.force,
-                promote=job.promote_passing,
-                report_dir=job.report_dir,
-                on_progress=advance,
-                timebox=box,
-                promote_partial=job.promote_partial,
-            )
+            result = bf.backfill(start, end, names, **job.backfill_knobs(), on_progress=advance, timebox=box)
     print_backfill(result)
 
 
-@app.command()
-@handle_errors
+@command
 def demo(
     directory: Path = typer.Argument(..., help="Folder for the demo (created if missing)."),
     format: str = typer.Option(

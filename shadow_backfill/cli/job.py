@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypedDict, TypeVar
 
 import typer
 
@@ -32,6 +32,21 @@ class Target(Windowed, Protocol):
     def for_dry_run(self: T) -> T: ...
 
     def timebox(self, until: str | None = None, max_duration: str | None = None) -> TimeBox: ...
+
+
+class Knobs(TypedDict):
+    """The job's options as every run, backfill and dry run of the facades takes them."""
+
+    max_parallel: int | None
+    force: bool
+
+
+class BackfillKnobs(Knobs):
+    """The job's options as `Backfill.backfill` and `Pipeline.backfill` take them."""
+
+    promote: bool
+    report_dir: Path | None
+    promote_partial: bool
 
 
 @dataclass(frozen=True)
@@ -59,6 +74,19 @@ class Job:
         """Where a backfill writes its reports (checked before the engine starts): `--report`,
         or report/ beside its config; a dry run writes none."""
         return None if self.dry_run else self.report_dir or beside / "report"
+
+    def knobs(self) -> Knobs:
+        """The options for the facade's call (`bf.run(..., **job.knobs())`): named once here."""
+        return Knobs(max_parallel=self.max_parallel, force=self.force)
+
+    def backfill_knobs(self) -> BackfillKnobs:
+        """The options for a table's or a pipeline's `backfill`."""
+        return {
+            **self.knobs(),
+            "promote": self.promote_passing,
+            "report_dir": self.report_dir,
+            "promote_partial": self.promote_partial,
+        }
 
     def start(self, target: T, asked: Asked) -> tuple[T, TimeBox, Selection]:
         """The target the job works on (its read-only twin for a dry run), its time box, and the

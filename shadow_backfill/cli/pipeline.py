@@ -13,9 +13,9 @@ from shadow_backfill.cli.job import Job, job_options
 from shadow_backfill.cli.output import (
     EXIT_HELD,
     OneLineErrors,
+    commands,
     end,
     fail,
-    handle_errors,
     out,
     split_partitions,
 )
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 app = typer.Typer(
     cls=OneLineErrors, no_args_is_help=True, help="Backfill several tables as one: layers in dependency order."
 )
+command = commands(app)
 PipelineArg = typer.Argument(..., help="The pipeline file (YAML).", show_default=False)
 _PARALLEL = "Chunks in flight at once across the pipeline."
 # Taken only to refuse it in words: a user who knows `promote --canary` tries it on a pipeline,
@@ -64,6 +65,13 @@ def open_pipeline(path: Path, check: Callable[[PipelineFile], None] | None = Non
     from shadow_backfill.pipeline.runner import Pipeline
 
     return Pipeline(checked)
+
+
+def open_selected(path: Path, asked: Asked) -> tuple[Pipeline, list[str]]:
+    """The pipeline and the partitions of its calendar the options name, for a command that
+    reads only the state store (no window, no Spark)."""
+    p = open_pipeline(path)
+    return p, p.selected(asked.start, asked.end, split_partitions(asked.partitions))
 
 
 def first_checks(asked: Asked, *, required: bool, report_dir: Path | None = None) -> Callable[[PipelineFile], None]:
@@ -91,9 +99,7 @@ def print_run(result: PipelineRun) -> None:
 
 def show_dry_run(p: Pipeline, keys: Selection, job: Job) -> None:
     """Each layer's plan (a table each, or with `--json` one document keyed by layer)."""
-    plans = p.dry_run(
-        keys.start, keys.end, keys.partitions, max_parallel=job.max_parallel, force=job.force, window=keys.window
-    )
+    plans = p.dry_run(keys.start, keys.end, keys.partitions, **job.knobs(), window=keys.window)
     view(job.as_json).pipeline_plan(p.file.name, plans)
 
 
@@ -126,8 +132,7 @@ def say_finished(p: Pipeline) -> None:
         out.print(finished_line(p.finished_cut_off), markup=False)
 
 
-@app.command()
-@handle_errors
+@command
 @selection_options()
 @job_options(_PARALLEL, "Rewrite partitions that are already written.")
 def run(asked: Asked, job: Job, pipeline: Path = PipelineArg) -> None:
@@ -138,16 +143,13 @@ def run(asked: Asked, job: Job, pipeline: Path = PipelineArg) -> None:
         show_dry_run(p, keys, job)
         return
     with stop_on_sigterm(box):
-        result = p.run(
-            keys.start, keys.end, keys.partitions, max_parallel=job.max_parallel, force=job.force, timebox=box
-        )
+        result = p.run(keys.start, keys.end, keys.partitions, **job.knobs(), timebox=box)
     say_finished(p)
     print_run(result)
     end(pipeline_run_outcome(result))
 
 
-@app.command()
-@handle_errors
+@command
 @selection_options("First partition (default: every recomputed one).")
 def validate(asked: Asked, pipeline: Path = PipelineArg) -> None:
     """Validate every layer and judge each partition across layers; exit 1 if any fails, 3 if some warn."""
@@ -160,8 +162,7 @@ def validate(asked: Asked, pipeline: Path = PipelineArg) -> None:
     end(pipeline_validation_outcome(result))
 
 
-@app.command()
-@handle_errors
+@command
 @selection_options("First partition (default: every recomputed one).", window=False)
 def status(
     asked: Asked,
@@ -169,13 +170,11 @@ def status(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Each partition's verdict in every layer and for the pipeline (from the state store; no Spark)."""
-    p = open_pipeline(pipeline)
-    verdicts = p.verdicts(p.selected(asked.start, asked.end, split_partitions(asked.partitions)))
-    view(as_json).pipeline_status(p.file.name, p.order, verdicts)
+    p, chosen = open_selected(pipeline, asked)
+    view(as_json).pipeline_status(p.file.name, p.order, p.verdicts(chosen))
 
 
-@app.command()
-@handle_errors
+@command
 @selection_options(
     "First partition (default: every validated one).",
     partitions="Comma-separated partitions (all or nothing).",
@@ -197,8 +196,7 @@ def promote(
         fail("nothing promoted: no partition passed in every layer")
 
 
-@app.command()
-@handle_errors
+@command
 def rollback(
     pipeline: Path = PipelineArg,
     promotion: str = typer.Option(..., "--promotion", help="The pipeline promotion id to undo."),
@@ -210,8 +208,7 @@ def rollback(
     out.print(f"{rec.id}: undid {rec.target} on {len(rec.partitions)} partition(s) ({members(rec)})", markup=False)
 
 
-@app.command()
-@handle_errors
+@command
 def history(
     pipeline: Path = PipelineArg, as_json: bool = typer.Option(False, "--json", help="Print a JSON list.")
 ) -> None:
@@ -220,8 +217,7 @@ def history(
     view(as_json).pipeline_history(recs)
 
 
-@app.command()
-@handle_errors
+@command
 @selection_options("First partition of the pipeline's calendar (default: all).", window=False)
 def report(
     asked: Asked,
@@ -229,14 +225,12 @@ def report(
     out_dir: Path = typer.Option(..., "--out", help="Folder for pipeline.html/.json/.md and each layer's reports."),
 ) -> None:
     """Write the pipeline's report and each layer's (no Spark)."""
-    p = open_pipeline(pipeline)
-    chosen = p.selected(asked.start, asked.end, split_partitions(asked.partitions))
+    p, chosen = open_selected(pipeline, asked)
     for kind, path in p.report(out_dir, chosen).items():
         out.print(f"{kind:9} {path}")
 
 
-@app.command()
-@handle_errors
+@command
 @selection_options()
 @job_options(
     _PARALLEL,
@@ -253,17 +247,7 @@ def backfill(asked: Asked, job: Job, pipeline: Path = PipelineArg, canary: str |
         show_dry_run(p, keys, job)
         return
     with stop_on_sigterm(box):
-        result = p.backfill(
-            keys.start,
-            keys.end,
-            keys.partitions,
-            max_parallel=job.max_parallel,
-            force=job.force,
-            promote=job.promote_passing,
-            report_dir=job.report_dir,
-            timebox=box,
-            promote_partial=job.promote_partial,
-        )
+        result = p.backfill(keys.start, keys.end, keys.partitions, **job.backfill_knobs(), timebox=box)
     if result.promotion is None:  # else its lines say it
         say_finished(p)
     print_run(result.run)
