@@ -6,15 +6,16 @@ summary lines in `render.py`.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
-from shadow_backfill.cli.limits import MaxDurationOption, PromotePartialOption, UntilOption, check_limits
+from shadow_backfill.cli.job import Job, job_options
 from shadow_backfill.cli.output import (
     OneLineErrors,
-    handle_errors,
+    commands,
     out,
     recompute_progress,
     show_warnings,
@@ -32,14 +33,7 @@ from shadow_backfill.cli.render import (
     print_verdicts,
     run_summary,
 )
-from shadow_backfill.cli.selection import (
-    Asked,
-    DryRunOption,
-    JsonOption,
-    check_first,
-    selection_options,
-    show_dry_run,
-)
+from shadow_backfill.cli.selection import Asked, check_first, selection_options
 from shadow_backfill.cli.views import view
 from shadow_backfill.config import load_config
 from shadow_backfill.errors import UsageError
@@ -48,10 +42,12 @@ from shadow_backfill.preflight import backfill_checks, canary_checks, promote_ch
 from shadow_backfill.timebox import stop_on_sigterm
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator, Sequence
 
     from shadow_backfill.api import Backfill
+    from shadow_backfill.cli.selection import Selection
     from shadow_backfill.config import BackfillConfig
+    from shadow_backfill.timebox import TimeBox
 
 app = typer.Typer(
     cls=OneLineErrors,
@@ -62,7 +58,9 @@ app = typer.Typer(
 
 app.add_typer(pipeline_app, name="pipeline")
 
+command = commands(app)
 ConfigArg = typer.Argument(..., help="The backfill config (YAML).", show_default=False)
+JsonListOption = typer.Option(False, "--json", help="Print a JSON list instead of a table.")
 
 
 def _print_version(value: bool) -> None:
@@ -96,52 +94,34 @@ def open_backfill(config: Path, check: Callable[[BackfillConfig], None] | None =
     return Backfill(checked)
 
 
-@app.command()
-@handle_errors
+@command
 @selection_options("First partition, e.g. 2024-01-01.")
+@job_options("Chunks written at once (default: config).", "Rewrite partitions that are already written.")
 def run(
     asked: Asked,
+    job: Job,
     config: Path = ConfigArg,
-    max_parallel: int | None = typer.Option(None, min=1, help="Chunks written at once (default: config)."),
     chunk_size: int | None = typer.Option(None, min=1, help="Partitions per Spark job (default: auto)."),
-    force: bool = typer.Option(False, help="Rewrite partitions that are already written."),
     allow_code_change: bool = typer.Option(
         False, help="Allow a changed transform to rewrite partitions of the same shadow version."
     ),
-    dry_run: bool = DryRunOption,
-    as_json: bool = JsonOption,
-    until: str | None = UntilOption,
-    max_duration: str | None = MaxDurationOption,
 ) -> None:
     """Recompute partitions into the shadow table (resumable: written partitions are skipped)."""
-    asked.check(as_json=as_json, dry_run=dry_run)
-    check_limits(until, max_duration)
-    bf = open_backfill(config, lambda cfg: check_first(cfg, asked))
-    bf = bf.for_dry_run() if dry_run else bf
-    box = bf.timebox(until, max_duration)
-    chosen = asked.resolve(bf)
-    if dry_run:
-        show_dry_run(
-            bf,
-            chosen,
-            as_json=as_json,
-            max_parallel=max_parallel,
-            chunk_size=chunk_size,
-            force=force,
-            allow_code_change=allow_code_change,
-        )
+    job.check(asked)
+    bf, box, chosen = job.start(open_backfill(config, lambda cfg: check_first(cfg, asked)), asked)
+    if job.dry_run:
+        show_dry_run(bf, chosen, job, chunk_size=chunk_size, allow_code_change=allow_code_change)
         return
     start, end, names = chosen.start, chosen.end, chosen.partitions
     # the plan runs every check first (exit 2 writes nothing); the run then holds the table
-    _requested, to_do = bf.plan(start, end, names, force=force, allow_code_change=allow_code_change)
-    with stop_on_sigterm(box), recompute_progress(bf.shadow_table, len(to_do)) as advance:
+    _requested, to_do = bf.plan(start, end, names, force=job.force, allow_code_change=allow_code_change)
+    with recomputing(bf, box, len(to_do)) as advance:
         result = bf.run(
             start,
             end,
             names,
-            max_parallel=max_parallel,
+            **job.knobs(),
             chunk_size=chunk_size,
-            force=force,
             allow_code_change=allow_code_change,
             on_progress=advance,
             timebox=box,
@@ -150,11 +130,34 @@ def run(
     fail_if_incomplete(result)
 
 
-@app.command()
-@handle_errors
+def show_dry_run(
+    bf: Backfill, chosen: Selection, job: Job, *, chunk_size: int | None = None, allow_code_change: bool = False
+) -> None:
+    """Print what a run over `chosen` would do (a table, or with `--json` one document)."""
+    plan = bf.dry_run(
+        chosen.start,
+        chosen.end,
+        chosen.partitions,
+        **job.knobs(),
+        chunk_size=chunk_size,
+        allow_code_change=allow_code_change,
+        window=chosen.window,
+    )
+    view(job.as_json).run_plan(plan)
+
+
+@contextmanager
+def recomputing(bf: Backfill, box: TimeBox, count: int) -> Iterator[Callable[[Sequence[str], str], None]]:
+    """While the shadow is written: a progress bar over its `count` partitions, and a SIGTERM
+    that stops the run at the next chunk (`stop_on_sigterm`)."""
+    with stop_on_sigterm(box), recompute_progress(bf.shadow_table, count) as advance:
+        yield advance
+
+
+@command
 def status(
     config: Path = ConfigArg,
-    as_json: bool = typer.Option(False, "--json", help="Print a JSON list instead of a table."),
+    as_json: bool = JsonListOption,
 ) -> None:
     """Show every partition of the shadow table and its state."""
     bf = open_backfill(config)
@@ -163,8 +166,7 @@ def status(
     view(as_json).status(bf.shadow_table, bf.status_rows(), shown_url(bf.config.state_url))
 
 
-@app.command()
-@handle_errors
+@command
 @selection_options("First partition (default: every recomputed partition).")
 def validate(asked: Asked, config: Path = ConfigArg) -> None:
     """Validate shadow partitions (suites + drift against live); exit 1 if any fails, 3 if some only warn."""
@@ -176,8 +178,7 @@ def validate(asked: Asked, config: Path = ConfigArg) -> None:
     exit_for_verdicts(result)
 
 
-@app.command()
-@handle_errors
+@command
 def report(
     config: Path = ConfigArg,
     out_dir: Path = typer.Option(..., "--out", help="Folder for report.html, report.json, report.md, junit.xml."),
@@ -188,8 +189,7 @@ def report(
         out.print(f"{kind:9} {path}")
 
 
-@app.command()
-@handle_errors
+@command
 def promote(
     config: Path = ConfigArg,
     partitions: str | None = typer.Option(
@@ -242,8 +242,7 @@ def _say_recorded(bf: Backfill) -> None:
             )
 
 
-@app.command()
-@handle_errors
+@command
 def rollback(
     config: Path = ConfigArg,
     promotion: str | None = typer.Option(None, "--promotion", help="Undo this promotion (or rollback) id."),
@@ -259,8 +258,7 @@ def rollback(
     )
 
 
-@app.command()
-@handle_errors
+@command
 def gc(
     config: Path = ConfigArg,
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be deleted; delete nothing."),
@@ -278,11 +276,10 @@ def gc(
             out.print(f"  {path}", markup=False)
 
 
-@app.command()
-@handle_errors
+@command
 def history(
     config: Path = ConfigArg,
-    as_json: bool = typer.Option(False, "--json", help="Print a JSON list instead of a table."),
+    as_json: bool = JsonListOption,
     reconcile: bool = typer.Option(
         False,
         "--reconcile",
@@ -294,68 +291,38 @@ def history(
     view(as_json).history(recs)
 
 
-@app.command()
-@handle_errors
+@command
 @selection_options()
-def backfill(
-    asked: Asked,
-    config: Path = ConfigArg,
-    max_parallel: int | None = typer.Option(None, min=1, help="Chunks written at once."),
-    force: bool = typer.Option(False, help="Recompute partitions that are already written."),
-    promote_passing: bool = typer.Option(True, "--promote/--no-promote", help="--no-promote stops after the report."),
-    report_dir: Path | None = typer.Option(
-        None, "--report", help="Report folder (default: report/ beside the config)."
-    ),
-    dry_run: bool = DryRunOption,
-    as_json: bool = JsonOption,
-    until: str | None = UntilOption,
-    max_duration: str | None = MaxDurationOption,
-    promote_partial: bool = PromotePartialOption,
-) -> None:
+@job_options(
+    "Chunks written at once.",
+    "Recompute partitions that are already written.",
+    report="Report folder (default: report/ beside the config).",
+)
+def backfill(asked: Asked, job: Job, config: Path = ConfigArg) -> None:
     """The main job: recompute -> validate -> promote what passed -> report."""
-    asked.check(as_json=as_json, dry_run=dry_run)
-    check_limits(until, max_duration)
-
-    def check(cfg: BackfillConfig) -> None:
-        report_to = None if dry_run else report_dir or cfg.base_dir / "report"
-        check_first(cfg, asked, report_dir=report_to)
-
-    bf = open_backfill(config, check)
-    bf = bf.for_dry_run() if dry_run else bf
-    box = bf.timebox(until, max_duration)
-    chosen = asked.resolve(bf)
-    if dry_run:
-        show_dry_run(bf, chosen, as_json=as_json, max_parallel=max_parallel, force=force)
+    job.check(asked)
+    opened = open_backfill(config, lambda cfg: check_first(cfg, asked, report_dir=job.report_to(cfg.base_dir)))
+    bf, box, chosen = job.start(opened, asked)
+    if job.dry_run:
+        show_dry_run(bf, chosen, job)
         return
     from shadow_backfill.state.canaries import too_few  # SQLAlchemy: not for every command's start
 
     start, end, names = chosen.start, chosen.end, chosen.partitions
-    backfill_checks(bf, start, end, names, report_dir=report_dir)  # exit 2 writes nothing
-    requested, to_do = bf.plan(start, end, names, force=force)
-    if promote_passing and (n := bf.config.promote.canary) and n >= len(requested):
+    backfill_checks(bf, start, end, names, report_dir=job.report_dir)  # exit 2 writes nothing
+    requested, to_do = bf.plan(start, end, names, force=job.force)
+    if job.promote_passing and (n := bf.config.promote.canary) and n >= len(requested):
         raise too_few(n, len(requested), name="promote.canary")  # before anything is written
     with bf.holding_table("backfill"):  # the cut-off promotions and canaries it finishes too
-        if promote_passing:
+        if job.promote_passing:
             _say_recorded(bf)
             print_finished_canaries(bf.finish_unchecked_canaries())
-        with stop_on_sigterm(box), recompute_progress(bf.shadow_table, len(to_do)) as advance:
-            result = bf.backfill(
-                start,
-                end,
-                names,
-                max_parallel=max_parallel,
-                force=force,
-                promote=promote_passing,
-                report_dir=report_dir,
-                on_progress=advance,
-                timebox=box,
-                promote_partial=promote_partial,
-            )
+        with recomputing(bf, box, len(to_do)) as advance:
+            result = bf.backfill(start, end, names, **job.backfill_knobs(), on_progress=advance, timebox=box)
     print_backfill(result)
 
 
-@app.command()
-@handle_errors
+@command
 def demo(
     directory: Path = typer.Argument(..., help="Folder for the demo (created if missing)."),
     format: str = typer.Option(

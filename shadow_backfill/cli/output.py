@@ -197,6 +197,17 @@ def handle_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def commands(app: typer.Typer) -> Callable[[F], F]:
+    """The decorator that registers a command of `app` with its failures as one line
+    (`handle_errors`): written once, so no command can be registered without it."""
+
+    def command(fn: F) -> F:
+        app.command()(handle_errors(fn))
+        return fn
+
+    return command
+
+
 def engine_message(exc: BaseException) -> str:
     """The part of an engine error that names the cause: py4j's first line only says which JVM
     call failed ("An error occurred while calling o123.collectToPython."); the Java exception

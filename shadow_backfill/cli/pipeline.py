@@ -10,17 +10,17 @@ from typing import TYPE_CHECKING
 import typer
 
 from shadow_backfill import command_result
-from shadow_backfill.cli.limits import MaxDurationOption, PromotePartialOption, UntilOption, check_limits
+from shadow_backfill.cli.job import Job, job_options
 from shadow_backfill.cli.output import (
     EXIT_HELD,
     OneLineErrors,
+    commands,
     end,
-    handle_errors,
     out,
     split_partitions,
 )
 from shadow_backfill.cli.render import members, run_summary, verdict_table
-from shadow_backfill.cli.selection import Asked, DryRunOption, JsonOption, Selection, selection_options
+from shadow_backfill.cli.selection import Asked, selection_options
 from shadow_backfill.cli.views import view
 from shadow_backfill.errors import UsageError
 from shadow_backfill.pipeline.preflight import check_layers
@@ -30,6 +30,7 @@ from shadow_backfill.timebox import stop_on_sigterm
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from shadow_backfill.cli.selection import Selection
     from shadow_backfill.pipeline.results import PipelinePromotion, PipelineRun
     from shadow_backfill.pipeline.runner import Pipeline
     from shadow_backfill.pipeline.spec import PipelineFile
@@ -38,7 +39,9 @@ if TYPE_CHECKING:
 app = typer.Typer(
     cls=OneLineErrors, no_args_is_help=True, help="Backfill several tables as one: layers in dependency order."
 )
+command = commands(app)
 PipelineArg = typer.Argument(..., help="The pipeline file (YAML).", show_default=False)
+_PARALLEL = "Chunks in flight at once across the pipeline."
 # Taken only to refuse it in words: a user who knows `promote --canary` tries it on a pipeline,
 # and "no such option" would not say why there is none.
 NoCanaryOption = typer.Option(None, "--canary", hidden=True, show_default=False)
@@ -61,6 +64,13 @@ def open_pipeline(path: Path, check: Callable[[PipelineFile], None] | None = Non
     from shadow_backfill.pipeline.runner import Pipeline
 
     return Pipeline(checked)
+
+
+def open_selected(path: Path, asked: Asked) -> tuple[Pipeline, list[str]]:
+    """The pipeline and the partitions of its calendar the options name, for a command that
+    reads only the state store (no window, no Spark)."""
+    p = open_pipeline(path)
+    return p, p.selected(asked.start, asked.end, split_partitions(asked.partitions))
 
 
 def first_checks(asked: Asked, *, required: bool, report_dir: Path | None = None) -> Callable[[PipelineFile], None]:
@@ -86,10 +96,10 @@ def print_run(result: PipelineRun) -> None:
             out.print(f"{key}: {partition} not recomputed: {why}", markup=False)
 
 
-def show_dry_run(p: Pipeline, keys: Selection, max_parallel: int | None, force: bool, as_json: bool) -> None:
+def show_dry_run(p: Pipeline, keys: Selection, job: Job) -> None:
     """Each layer's plan (a table each, or with `--json` one document keyed by layer)."""
-    plans = p.dry_run(keys.start, keys.end, keys.partitions, max_parallel=max_parallel, force=force, window=keys.window)
-    view(as_json).pipeline_plan(p.file.name, plans)
+    plans = p.dry_run(keys.start, keys.end, keys.partitions, **job.knobs(), window=keys.window)
+    view(job.as_json).pipeline_plan(p.file.name, plans)
 
 
 def promoted(promotion: PipelinePromotion) -> list[str]:
@@ -121,38 +131,24 @@ def say_finished(p: Pipeline) -> None:
         out.print(finished_line(p.finished_cut_off), markup=False)
 
 
-@app.command()
-@handle_errors
+@command
 @selection_options()
-def run(
-    asked: Asked,
-    pipeline: Path = PipelineArg,
-    max_parallel: int | None = typer.Option(None, min=1, help="Chunks in flight at once across the pipeline."),
-    force: bool = typer.Option(False, help="Rewrite partitions that are already written."),
-    until: str | None = UntilOption,
-    max_duration: str | None = MaxDurationOption,
-    dry_run: bool = DryRunOption,
-    as_json: bool = JsonOption,
-) -> None:
+@job_options(_PARALLEL, "Rewrite partitions that are already written.")
+def run(asked: Asked, job: Job, pipeline: Path = PipelineArg) -> None:
     """Recompute every layer, upstream first, each reading its upstream layers' shadows."""
-    asked.check(as_json=as_json, dry_run=dry_run)
-    check_limits(until, max_duration)
-    p = open_pipeline(pipeline, first_checks(asked, required=True))
-    p = p.for_dry_run() if dry_run else p
-    box = p.timebox(until, max_duration)
-    keys = asked.resolve(p)
-    if dry_run:
-        show_dry_run(p, keys, max_parallel, force, as_json)
+    job.check(asked)
+    p, box, keys = job.start(open_pipeline(pipeline, first_checks(asked, required=True)), asked)
+    if job.dry_run:
+        show_dry_run(p, keys, job)
         return
     with stop_on_sigterm(box):
-        result = p.run(keys.start, keys.end, keys.partitions, max_parallel=max_parallel, force=force, timebox=box)
+        result = p.run(keys.start, keys.end, keys.partitions, **job.knobs(), timebox=box)
     say_finished(p)
     print_run(result)
     end(command_result.pipeline_run(result, p.file.name).ending)
 
 
-@app.command()
-@handle_errors
+@command
 @selection_options("First partition (default: every recomputed one).")
 def validate(asked: Asked, pipeline: Path = PipelineArg) -> None:
     """Validate every layer and judge each partition across layers; exit 1 if any fails, 3 if some warn."""
@@ -165,8 +161,7 @@ def validate(asked: Asked, pipeline: Path = PipelineArg) -> None:
     end(command_result.pipeline_validation(result, p.file.name).ending)
 
 
-@app.command()
-@handle_errors
+@command
 @selection_options("First partition (default: every recomputed one).", window=False)
 def status(
     asked: Asked,
@@ -174,13 +169,11 @@ def status(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Each partition's verdict in every layer and for the pipeline (from the state store; no Spark)."""
-    p = open_pipeline(pipeline)
-    verdicts = p.verdicts(p.selected(asked.start, asked.end, split_partitions(asked.partitions)))
-    view(as_json).pipeline_status(p.file.name, p.order, verdicts)
+    p, chosen = open_selected(pipeline, asked)
+    view(as_json).pipeline_status(p.file.name, p.order, p.verdicts(chosen))
 
 
-@app.command()
-@handle_errors
+@command
 @selection_options(
     "First partition (default: every validated one).",
     partitions="Comma-separated partitions (all or nothing).",
@@ -201,8 +194,7 @@ def promote(
     end(command_result.pipeline_promotion(result, p.file.name).ending)
 
 
-@app.command()
-@handle_errors
+@command
 def rollback(
     pipeline: Path = PipelineArg,
     promotion: str = typer.Option(..., "--promotion", help="The pipeline promotion id to undo."),
@@ -214,8 +206,7 @@ def rollback(
     out.print(f"{rec.id}: undid {rec.target} on {len(rec.partitions)} partition(s) ({members(rec)})", markup=False)
 
 
-@app.command()
-@handle_errors
+@command
 def history(
     pipeline: Path = PipelineArg, as_json: bool = typer.Option(False, "--json", help="Print a JSON list.")
 ) -> None:
@@ -224,8 +215,7 @@ def history(
     view(as_json).pipeline_history(recs)
 
 
-@app.command()
-@handle_errors
+@command
 @selection_options("First partition of the pipeline's calendar (default: all).", window=False)
 def report(
     asked: Asked,
@@ -233,53 +223,29 @@ def report(
     out_dir: Path = typer.Option(..., "--out", help="Folder for pipeline.html/.json/.md and each layer's reports."),
 ) -> None:
     """Write the pipeline's report and each layer's (no Spark)."""
-    p = open_pipeline(pipeline)
-    chosen = p.selected(asked.start, asked.end, split_partitions(asked.partitions))
+    p, chosen = open_selected(pipeline, asked)
     for kind, path in p.report(out_dir, chosen).items():
         out.print(f"{kind:9} {path}")
 
 
-@app.command()
-@handle_errors
+@command
 @selection_options()
-def backfill(
-    asked: Asked,
-    pipeline: Path = PipelineArg,
-    max_parallel: int | None = typer.Option(None, min=1, help="Chunks in flight at once across the pipeline."),
-    force: bool = typer.Option(False, help="Recompute partitions that are already written."),
-    promote_passing: bool = typer.Option(True, "--promote/--no-promote", help="--no-promote stops after the report."),
-    report_dir: Path | None = typer.Option(None, "--report", help="Report folder (default: report/ beside the file)."),
-    until: str | None = UntilOption,
-    max_duration: str | None = MaxDurationOption,
-    promote_partial: bool = PromotePartialOption,
-    dry_run: bool = DryRunOption,
-    as_json: bool = JsonOption,
-    canary: str | None = NoCanaryOption,
-) -> None:
+@job_options(
+    _PARALLEL,
+    "Recompute partitions that are already written.",
+    report="Report folder (default: report/ beside the file).",
+)
+def backfill(asked: Asked, job: Job, pipeline: Path = PipelineArg, canary: str | None = NoCanaryOption) -> None:
     """The main job over every layer: recompute -> validate -> promote the set -> report."""
     refuse_canary(canary)
-    asked.check(as_json=as_json, dry_run=dry_run)
-    check_limits(until, max_duration)
-    report_to = None if dry_run else report_dir or pipeline.parent / "report"
-    p = open_pipeline(pipeline, first_checks(asked, required=True, report_dir=report_to))
-    p = p.for_dry_run() if dry_run else p
-    box = p.timebox(until, max_duration)
-    keys = asked.resolve(p)
-    if dry_run:
-        show_dry_run(p, keys, max_parallel, force, as_json)
+    job.check(asked)
+    checks = first_checks(asked, required=True, report_dir=job.report_to(pipeline.parent))
+    p, box, keys = job.start(open_pipeline(pipeline, checks), asked)
+    if job.dry_run:
+        show_dry_run(p, keys, job)
         return
     with stop_on_sigterm(box):
-        result = p.backfill(
-            keys.start,
-            keys.end,
-            keys.partitions,
-            max_parallel=max_parallel,
-            force=force,
-            promote=promote_passing,
-            report_dir=report_dir,
-            timebox=box,
-            promote_partial=promote_partial,
-        )
+        result = p.backfill(keys.start, keys.end, keys.partitions, **job.backfill_knobs(), timebox=box)
     if result.promotion is None:  # else its lines say it
         say_finished(p)
     print_run(result.run)

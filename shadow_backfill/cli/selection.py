@@ -7,16 +7,14 @@ clock moves past a period's end while the command runs.
 
 from __future__ import annotations
 
-import functools
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol
 
 import typer
 
+from shadow_backfill.cli.groups import F, Option, option_group
 from shadow_backfill.cli.output import split_partitions
-from shadow_backfill.cli.views import view
 from shadow_backfill.errors import UsageError
 from shadow_backfill.partitions import MAX_PARTITIONS
 from shadow_backfill.preflight import check_before_engine
@@ -25,7 +23,6 @@ from shadow_backfill.windows import check_now, parse_duration
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from shadow_backfill.api import Backfill
     from shadow_backfill.config import BackfillConfig
     from shadow_backfill.windows import Window
 
@@ -41,8 +38,6 @@ LagOption = typer.Option(
     "--lag",
     help="With --last: a partition is complete once it ended this long ago (e.g. 2d, 6h; default 0).",
 )
-DryRunOption = typer.Option(False, "--dry-run", help="Print the plan (from metadata); write nothing.")
-JsonOption = typer.Option(False, "--json", help="With --dry-run: print the plan as one JSON document.")
 
 
 @dataclass(frozen=True)
@@ -65,7 +60,6 @@ class Asked:
         return select(source, self.start, self.end, self.partitions, self.last, self.lag)
 
 
-F = TypeVar("F", bound=Callable[..., Any])
 _RANGE = "Comma-separated partitions instead of a range."
 
 
@@ -74,37 +68,17 @@ def selection_options(
 ) -> Callable[[F], F]:
     """Give a command the selection's options, declared once here: `--start`, `--end`,
     `--partitions` and, with `window`, `--last`/`--lag`. The command takes them as one
-    `asked: Asked` parameter; they are listed in `--help` right after its argument. Typer reads
-    a command's options from its signature, so the wrapper's signature is the command's with
-    `asked` replaced by the five options (why not one option per command: 9 commands declared
-    them 40 times, with drifting help texts)."""
-    options: list[tuple[str, Any, Any]] = [
+    `asked: Asked` parameter; they are listed in `--help` right after its argument (why not one
+    option per command: 9 commands declared them 40 times, with drifting help texts)."""
+    options: list[Option] = [
         ("start", str | None, typer.Option(None, help=start)),
         ("end", str | None, typer.Option(None, help="Last partition (included).")),
         ("partitions", str | None, typer.Option(None, help=partitions)),
     ]
     if window:
         options += [("last", int | None, LastOption), ("lag", str | None, LagOption)]
-    names = [name for name, _, _ in options]
-    assert names == [f.name for f in fields(Asked)][: len(names)]
-
-    def decorate(command: F) -> F:
-        own = inspect.signature(command, eval_str=True)
-        kept = [p for p in own.parameters.values() if p.name != "asked"]
-        added = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=t) for n, t, d in options]
-        kept = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in kept]
-        params = [*kept[:1], *added, *kept[1:]]
-
-        @functools.wraps(command)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            asked = Asked(**{n: kwargs.pop(n, None) for n in names})
-            return command(*args, asked=asked, **kwargs)
-
-        wrapper.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]
-        wrapper.__annotations__ = {p.name: p.annotation for p in params} | {"return": own.return_annotation}
-        return wrapper  # type: ignore[return-value]
-
-    return decorate
+    assert [name for name, _, _ in options] == [f.name for f in fields(Asked)][: len(options)]
+    return option_group("asked", Asked, options, after_argument=True)
 
 
 @dataclass(frozen=True)
@@ -173,27 +147,3 @@ def select(
         return Selection(start, end, split_partitions(partitions))
     window = bf.last_window(last, lag or "0")
     return Selection(None, None, bf.window_keys(window), window)
-
-
-def show_dry_run(
-    bf: Backfill,
-    chosen: Selection,
-    *,
-    as_json: bool,
-    max_parallel: int | None,
-    chunk_size: int | None = None,
-    force: bool = False,
-    allow_code_change: bool = False,
-) -> None:
-    """Print what a run over `chosen` would do (a table, or with `--json` one document)."""
-    plan = bf.dry_run(
-        chosen.start,
-        chosen.end,
-        chosen.partitions,
-        max_parallel=max_parallel,
-        chunk_size=chunk_size,
-        force=force,
-        allow_code_change=allow_code_change,
-        window=chosen.window,
-    )
-    view(as_json).run_plan(plan)

@@ -1,0 +1,120 @@
+"""The options of a command that writes partitions (`run` and `backfill`, of a table and of a
+pipeline alike): declared once, reaching the command as one `Job` value, checked and started
+in one place."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, TypedDict, TypeVar
+
+import typer
+
+from shadow_backfill.cli.groups import F, Option, option_group
+from shadow_backfill.cli.limits import MaxDurationOption, PromotePartialOption, UntilOption, check_limits
+from shadow_backfill.cli.selection import Windowed
+
+if TYPE_CHECKING:
+    from shadow_backfill.cli.selection import Asked, Selection
+    from shadow_backfill.timebox import TimeBox
+
+DryRunOption = typer.Option(False, "--dry-run", help="Print the plan (from metadata); write nothing.")
+JsonOption = typer.Option(False, "--json", help="With --dry-run: print the plan as one JSON document.")
+_PROMOTE = "--no-promote stops after the report."
+
+T = TypeVar("T", bound="Target")
+
+
+class Target(Windowed, Protocol):
+    """What a job runs on: a `Backfill`, or a `Pipeline`."""
+
+    def for_dry_run(self: T) -> T: ...
+
+    def timebox(self, until: str | None = None, max_duration: str | None = None) -> TimeBox: ...
+
+
+class Knobs(TypedDict):
+    """The job's options as every run, backfill and dry run of the facades takes them."""
+
+    max_parallel: int | None
+    force: bool
+
+
+class BackfillKnobs(Knobs):
+    """The job's options as `Backfill.backfill` and `Pipeline.backfill` take them."""
+
+    promote: bool
+    report_dir: Path | None
+    promote_partial: bool
+
+
+@dataclass(frozen=True)
+class Job:
+    """A writing command's options as the user gave them (`job_options` adds them); the
+    backfill's three (`promote_passing`, `report_dir`, `promote_partial`) only on a backfill."""
+
+    max_parallel: int | None = None
+    force: bool = False
+    promote_passing: bool = True
+    report_dir: Path | None = None
+    dry_run: bool = False
+    as_json: bool = False
+    until: str | None = None
+    max_duration: str | None = None
+    promote_partial: bool = False
+
+    def check(self, asked: Asked) -> None:
+        """Options that cannot go together, or are malformed, refused (exit 2) before the
+        config opens anything."""
+        asked.check(as_json=self.as_json, dry_run=self.dry_run)
+        check_limits(self.until, self.max_duration)
+
+    def report_to(self, beside: Path) -> Path | None:
+        """Where a backfill writes its reports (checked before the engine starts): `--report`,
+        or report/ beside its config; a dry run writes none."""
+        return None if self.dry_run else self.report_dir or beside / "report"
+
+    def knobs(self) -> Knobs:
+        """The options for the facade's call (`bf.run(..., **job.knobs())`): named once here."""
+        return Knobs(max_parallel=self.max_parallel, force=self.force)
+
+    def backfill_knobs(self) -> BackfillKnobs:
+        """The options for a table's or a pipeline's `backfill`."""
+        return {
+            **self.knobs(),
+            "promote": self.promote_passing,
+            "report_dir": self.report_dir,
+            "promote_partial": self.promote_partial,
+        }
+
+    def start(self, target: T, asked: Asked) -> tuple[T, TimeBox, Selection]:
+        """The target the job works on (its read-only twin for a dry run), its time box, and the
+        partitions, resolved once for every later step."""
+        target = target.for_dry_run() if self.dry_run else target
+        return target, target.timebox(self.until, self.max_duration), asked.resolve(target)
+
+
+def job_options(max_parallel: str, force: str, *, report: str | None = None) -> Callable[[F], F]:
+    """Give a command the job's options, declared once here, as one `job: Job` parameter, listed
+    in `--help` after its own options. The texts of `--max-parallel` and `--force` are the
+    command's; `report`, the help of `--report`, makes it a backfill's (with `--promote` and
+    `--promote-partial`)."""
+    options: list[Option] = [
+        ("max_parallel", int | None, typer.Option(None, min=1, help=max_parallel)),
+        ("force", bool, typer.Option(False, help=force)),
+    ]
+    if report is not None:
+        options += [
+            ("promote_passing", bool, typer.Option(True, "--promote/--no-promote", help=_PROMOTE)),
+            ("report_dir", Path | None, typer.Option(None, "--report", help=report)),
+        ]
+    options += [
+        ("dry_run", bool, DryRunOption),
+        ("as_json", bool, JsonOption),
+        ("until", str | None, UntilOption),
+        ("max_duration", str | None, MaxDurationOption),
+    ]
+    if report is not None:
+        options.append(("promote_partial", bool, PromotePartialOption))
+    return option_group("job", Job, options, after_argument=False)
