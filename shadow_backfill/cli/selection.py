@@ -20,6 +20,7 @@ from shadow_backfill.cli.views import view
 from shadow_backfill.errors import UsageError
 from shadow_backfill.partitions import MAX_PARTITIONS
 from shadow_backfill.preflight import check_before_engine
+from shadow_backfill.selection import Selection
 from shadow_backfill.windows import check_now, parse_duration
 
 if TYPE_CHECKING:
@@ -105,16 +106,6 @@ def selection_options(
         return wrapper  # type: ignore[return-value]
 
     return decorate
-
-
-@dataclass(frozen=True)
-class Selection:
-    """The partitions asked for: start/end, or explicit keys (a list, or a window's keys)."""
-
-    start: str | None
-    end: str | None
-    partitions: list[str] | None
-    window: Window | None = None
 
 
 def check_selection(
