@@ -8,18 +8,19 @@ bf.read_shadow(["2024-01-05"]).show()
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from shadow_backfill import canary as canaries
 from shadow_backfill.canary import CanaryResult, FinishedCanary
+from shadow_backfill.commands import Commands, Judged, RunSettings
 from shadow_backfill.config import BackfillConfig, load_config
 from shadow_backfill.errors import TableNotFoundError, UsageError, WriteError, os_reason
 from shadow_backfill.formats.base import TableFormat
@@ -41,18 +42,22 @@ from shadow_backfill.report import ReportData, write_reports
 from shadow_backfill.results import BackfillResult, RunResult, ValidationResult
 from shadow_backfill.rollback import Rollback
 from shadow_backfill.run_plan import RunPlan, plan_run
+from shadow_backfill.selection import Selection
 from shadow_backfill.session import open_session
 from shadow_backfill.state import PartitionRecord, PromotionRecord, StateStore, VerdictRecord
 from shadow_backfill.table import TableContext, open_store, open_table
-from shadow_backfill.timebox import TimeBox
 from shadow_backfill.transform import Inputs, Transform, load_transform
 from shadow_backfill.validate.validator import Validator
-from shadow_backfill.windows import Window, last_window, time_zone
-from shadow_backfill.workflow import PromotionPolicy, stop_of, to_judge
+from shadow_backfill.workflow import PromotionPolicy
+
+if TYPE_CHECKING:
+    from typing import Unpack
 
 
-class Backfill:
-    """Everything the tool does for one config. Spark and the state store open lazily."""
+class Backfill(Commands[RunResult, RunPlan, ValidationResult, BackfillResult]):
+    """Everything the tool does for one config. Spark and the state store open lazily. The
+    commands a pipeline has too (`run`, `dry_run`, `validate`, `backfill`, ...) are declared
+    once, in `commands.Commands`."""
 
     def __init__(
         self,
@@ -90,6 +95,19 @@ class Backfill:
         if self._spark is None:
             self._spark = open_session(self.config)
         return self._spark
+
+    @property
+    def configs(self) -> list[BackfillConfig]:
+        """This object's one config, as a pipeline lists its layers' (`PromotionPolicy.of`)."""
+        return [self.config]
+
+    @property
+    def _lead(self) -> Backfill:
+        return self
+
+    @property
+    def _report_folder(self) -> Path:
+        return self.config.base_dir / "report"
 
     @cached_property
     def store(self) -> StateStore:
@@ -141,77 +159,31 @@ class Backfill:
 
     # ---- commands ----------------------------------------------------------------------------
 
-    @writes_table("run", run_checks)
-    def run(
-        self,
-        start: str | None = None,
-        end: str | None = None,
-        partitions: list[str] | None = None,
-        *,
-        max_parallel: int | None = None,
-        chunk_size: int | None = None,
-        force: bool = False,
-        allow_code_change: bool = False,
-        on_progress: ProgressCallback | None = None,
-        timebox: TimeBox | None = None,
-    ) -> RunResult:
-        """Recompute partitions into the shadow table (see `shadow-backfill run`). `timebox`:
-        once it says stop, no further chunk starts (`RunResult.stopped`, `not_started`). Its
-        checks (`run_checks`) ran before the table's hold."""
-        options = RunOptions(
-            start=start,
-            end=end,
-            partitions=partitions,
-            max_parallel=max_parallel,
-            chunk_size=chunk_size,
-            force=force,
-            allow_code_change=allow_code_change,
-            timebox=timebox,
-        )
-        return self.recompute().run(options, on_progress=on_progress)
+    def _held(self, command: str, chosen: Selection, **arguments: Any) -> AbstractContextManager[None]:
+        """`run` and `backfill` pass their checks (`preflight`), then hold the table
+        (`holding_table`); `validate` is checked only, and holds nothing: it writes verdicts,
+        neither table."""
+        if command == "validate":
+            check_before_writing(self, chosen.start, chosen.end, chosen.partitions, required=False, live=False)
+            return nullcontext()
+        checks = backfill_checks if command == "backfill" else run_checks
+        checks(self, chosen.start, chosen.end, chosen.partitions, **arguments)
+        return self.holding_table(command)
 
-    def timebox(self, until: str | None = None, max_duration: str | None = None) -> TimeBox:
-        """The time box of `--until HH:MM` (the config's `time_zone`) and `--max-duration D`."""
-        return TimeBox.from_options(until, max_duration, time_zone(self.config.time_zone))
+    def _run(self, chosen: Selection, options: RunOptions, on_progress: ProgressCallback | None) -> RunResult:
+        return self.recompute().run(self._options(chosen, options), on_progress=on_progress)
+
+    @staticmethod
+    def _options(chosen: Selection, options: RunOptions) -> RunOptions:
+        """The recompute's options: the command's, over the partitions chosen."""
+        return replace(options, start=chosen.start, end=chosen.end, partitions=chosen.partitions)
 
     def recompute(self) -> Recompute:
         return Recompute(self.table, self.transform)
 
-    def last_window(self, last: int, lag: str | dt.timedelta = "0") -> Window:
-        """The `last` newest partitions complete at now - `lag` (`windows.last_window`), by the
-        scheme read from live."""
-        return last_window(self.table.scheme, self.config.time_zone, last, lag)
-
-    def window_keys(self, window: Window) -> list[str]:
-        """The window's partitions as keys (a list: an hour a time zone skips is not one)."""
-        return [self.scheme.key(p) for p in window.periods]
-
-    def dry_run(
-        self,
-        start: str | None = None,
-        end: str | None = None,
-        partitions: list[str] | None = None,
-        *,
-        max_parallel: int | None = None,
-        chunk_size: int | None = None,
-        force: bool = False,
-        allow_code_change: bool = False,
-        window: Window | None = None,
-    ) -> RunPlan:
-        """What `run` would do, from the state store and metadata only: nothing is written (a
-        state store that does not exist yet is not created: the plan reads an empty one)."""
-        options = RunOptions(
-            start=start,
-            end=end,
-            partitions=partitions,
-            max_parallel=max_parallel,
-            chunk_size=chunk_size,
-            force=force,
-            allow_code_change=allow_code_change,
-        )
-        planner = self if self.read_only else self.for_dry_run()  # this object's format writes
-        planner.require_live()
-        return plan_run(planner.recompute(), options, window)
+    def _plan(self, chosen: Selection, options: RunOptions) -> RunPlan:
+        self.require_live()
+        return plan_run(self.recompute(), self._options(chosen, options), chosen.window)
 
     def for_dry_run(self) -> Backfill:
         """A read-only twin of this object for a dry-run command (`read_only`), sharing its
@@ -223,16 +195,12 @@ class Backfill:
         start: str | None = None,
         end: str | None = None,
         partitions: list[str] | None = None,
-        *,
-        force: bool = False,
-        allow_code_change: bool = False,
+        **how: Unpack[RunSettings],
     ) -> tuple[list[str], list[str]]:
-        """(requested, to_do) without running anything."""
+        """(requested, to_do) without running anything; `how` as for `run` (only `force` and
+        `allow_code_change` change the answer)."""
         check_before_writing(self, start, end, partitions)
-        options = RunOptions(
-            start=start, end=end, partitions=partitions, force=force, allow_code_change=allow_code_change
-        )
-        return self.recompute().plan(options)
+        return self.recompute().plan(RunOptions(start=start, end=end, partitions=partitions, **how))
 
     def status(self) -> list[PartitionRecord]:
         """Every partition the state store knows for the shadow table, ascending."""
@@ -251,13 +219,9 @@ class Backfill:
             rows.append(row)
         return rows
 
-    def validate(
-        self, start: str | None = None, end: str | None = None, partitions: list[str] | None = None
-    ) -> ValidationResult:
-        """Run the validation gate (see `shadow-backfill validate`); verdicts go to the state store."""
-        check_before_writing(self, start, end, partitions, required=False, live=False)
+    def _validate(self, chosen: Selection) -> ValidationResult:
         validator = Validator(self.table)
-        return validator.run(validator.select(start, end, partitions))
+        return validator.run(validator.select(chosen.start, chosen.end, chosen.partitions))
 
     def report(self, out_dir: str | Path) -> dict[str, Path]:
         """Write HTML, JSON, Markdown and JUnit reports from the stored verdicts (no Spark needed)."""
@@ -336,7 +300,7 @@ class Backfill:
         return keys
 
     def _allow_warn(self, allow_warn: bool | None) -> bool:
-        return PromotionPolicy.of([self.config], allow_warn=allow_warn).allow_warn
+        return PromotionPolicy.of(self.configs, allow_warn=allow_warn).allow_warn
 
     @writes_table("rollback", rollback_checks)
     def rollback(
@@ -349,51 +313,20 @@ class Backfill:
         assert to_version is not None
         return rb.to_version(to_version)
 
-    @writes_table("backfill", backfill_checks)
-    def backfill(
-        self,
-        start: str | None = None,
-        end: str | None = None,
-        partitions: list[str] | None = None,
-        *,
-        max_parallel: int | None = None,
-        force: bool = False,
-        promote: bool = True,
-        report_dir: str | Path | None = None,
-        on_progress: ProgressCallback | None = None,
-        timebox: TimeBox | None = None,
-        promote_partial: bool = False,
-    ) -> BackfillResult:
-        """The main job: recompute -> validate -> promote what passed (one commit) -> report.
+    def _before_promoting(self) -> None:
+        """A canary a kill left unchecked is finished first; a failed one stops the job."""
+        canaries.refuse_after_failed(self.finish_unchecked_canaries())
 
-        Only partitions whose verdict is `pass` (or `warn`, with `promote.allow_warn`) are
-        promoted, by name, so the promotion is all-or-nothing over them: a partition refused at
-        the last moment (live changed after validation) refuses the promotion instead of
-        quietly shrinking it.
+    def _judged_nothing(self, run: RunResult, promote: bool) -> BackfillResult:
+        return BackfillResult(run, ValidationResult("", None, None), None, None, {}, promote)
 
-        A run its `timebox` stopped is validated and promoted only with `promote_partial`, and
-        then only over the partitions it finished. A canary a kill left unchecked is finished
-        first, and a failed one stops the job (`finish_unchecked_canaries`)."""
-        report_to = Path(report_dir or self.config.base_dir / "report")  # checked (`backfill_checks`)
-        policy = PromotionPolicy.of([self.config], partial=promote_partial)
-        if promote:
-            canaries.refuse_after_failed(self.finish_unchecked_canaries())
-        run = self.run(
-            start, end, partitions, max_parallel=max_parallel, force=force, on_progress=on_progress, timebox=timebox
-        )
-        run.stopped = stop_of(run.stopped, timebox)
-        if run.stopped is not None:
-            start, end, partitions = None, None, to_judge(run.requested, run.finished, run.stopped, policy)
-            if not partitions:  # nothing judged: the reports of earlier verdicts stay
-                return BackfillResult(run, ValidationResult("", None, None), None, None, {}, promote)
-        checked = self.validate(start, end, partitions)
-        passing = policy.passing((v.partition, v.verdict) for v in checked.verdicts)
-        already = self.promoter().already_live(passing) if promote and passing else {}
-        passing = [k for k in passing if k not in already]
-        result = BackfillResult(run, checked, None, None, {}, promote, already)
-        if promote and passing:
-            self._promote_step(result, passing, policy, report_to)
-        result.reports = self.report(report_to)
+    def _promote_passing(self, job: Judged[RunResult, ValidationResult]) -> BackfillResult:
+        already = self.promoter().already_live(job.passing) if job.promote and job.passing else {}
+        passing = [k for k in job.passing if k not in already]
+        result = BackfillResult(job.run, job.checked, None, None, {}, job.promote, already)
+        if job.promote and passing:
+            self._promote_step(result, passing, job.policy, job.report_to)
+        result.reports = self.report(job.report_to)
         return result
 
     def _promote_step(

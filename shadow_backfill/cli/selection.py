@@ -18,6 +18,7 @@ from shadow_backfill.cli.output import split_partitions
 from shadow_backfill.errors import UsageError
 from shadow_backfill.partitions import MAX_PARTITIONS
 from shadow_backfill.preflight import check_before_engine
+from shadow_backfill.selection import Selection
 from shadow_backfill.windows import check_now, parse_duration
 
 if TYPE_CHECKING:
@@ -79,16 +80,6 @@ def selection_options(
         options += [("last", int | None, LastOption), ("lag", str | None, LagOption)]
     assert [name for name, _, _ in options] == [f.name for f in fields(Asked)][: len(options)]
     return option_group("asked", Asked, options, after_argument=True)
-
-
-@dataclass(frozen=True)
-class Selection:
-    """The partitions asked for: start/end, or explicit keys (a list, or a window's keys)."""
-
-    start: str | None
-    end: str | None
-    partitions: list[str] | None
-    window: Window | None = None
 
 
 def check_selection(

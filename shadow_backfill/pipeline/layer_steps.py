@@ -1,7 +1,8 @@
 """How a pipeline runs its layers' chunks: a layer's chunk recomputes what is ready (stale
 partitions rewritten), then, with gate `upstream_passed`, validates it for the layers that wait
 on it. One object per pipeline: SQL layers read their upstreams through temporary views that a
-lock keeps to one chunk at a time, and a command's time box is read between chunks.
+lock keeps to one chunk at a time, and a command's options (its time box, read between chunks,
+`chunk_size`, `allow_code_change`) reach every layer's run.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ from typing import TYPE_CHECKING
 
 from shadow_backfill.errors import TransformError, first_line
 from shadow_backfill.pipeline.layer_states import LayerStates, written
-from shadow_backfill.recompute import ProgressCallback, chunked
+from shadow_backfill.recompute import ProgressCallback, RunOptions, chunked
 from shadow_backfill.results import RunResult
-from shadow_backfill.timebox import TimeBox
 
 if TYPE_CHECKING:
     from shadow_backfill.api import Backfill
@@ -31,7 +31,6 @@ class LayerSteps:
         self.layers = layers
         self.states = states
         self.order = list(file.order)
-        self.timebox: TimeBox | None = None  # the running command's, read between chunks
         # One SQL layer chunk at a time: two would replace each other's views of their upstreams
         # (a view made before the other chunk's upstream partitions were written lacks them, and
         # Spark Connect resolves a view only when the query runs).
@@ -54,7 +53,7 @@ class LayerSteps:
         key: str,
         chunk: list[str],
         blocked: dict[str, dict[str, str]],
-        force: bool,
+        options: RunOptions,
         on_progress: ProgressCallback | None,
     ) -> RunResult | None:
         """One layer's chunk: what is ready recomputed (stale partitions rewritten), then
@@ -64,7 +63,7 @@ class LayerSteps:
         ready = [p for p in chunk if p not in held]
         stale = [p for p in ready if self.states.stale(key, p)]
         try:
-            run = self.run_layer(key, ready, stale, 1, force, on_progress)
+            run = self.run_layer(key, ready, stale, options, on_progress)
         except TransformError as exc:  # broke before any write: its partitions failed, the rest goes on
             self.states.forget()
             run = RunResult(run_id="", requested=ready, skipped=[], failed=dict.fromkeys(ready, first_line(exc)))
@@ -80,23 +79,29 @@ class LayerSteps:
         key: str,
         ready: list[str],
         stale: list[str],
-        cap: int | None,
-        force: bool,
+        options: RunOptions,
         on_progress: ProgressCallback | None,
     ) -> RunResult | None:
-        """One layer's recompute of `ready`; `stale` partitions are rewritten even if written."""
+        """One layer's recompute of `ready`, one chunk at a time (the pipeline runs chunks side
+        by side); `stale` partitions are rewritten even if written. The time box is checked
+        again between the layer's own chunks, as for one table."""
         bf = self.layers[key]
         runs: list[RunResult] = []
-        box = self.timebox  # checked again between the layer's own chunks, as for one table
+        rest = ready if options.force else [p for p in ready if p not in stale]
+        todo = [(stale, True)] if stale and not options.force else []  # (partitions, force)
+        todo += [(rest, options.force)] if rest else []
         with self._views_lock if self.reads_views(key) else contextlib.nullcontext():
-            if stale and not force:
+            for keys, force in todo:
                 runs.append(
-                    bf.run(partitions=stale, max_parallel=cap, force=True, on_progress=on_progress, timebox=box)
-                )
-            rest = ready if force else [p for p in ready if p not in stale]
-            if rest:
-                runs.append(
-                    bf.run(partitions=rest, max_parallel=cap, force=force, on_progress=on_progress, timebox=box)
+                    bf.run(
+                        partitions=keys,
+                        max_parallel=1,
+                        chunk_size=options.chunk_size,
+                        force=force,
+                        allow_code_change=options.allow_code_change,
+                        on_progress=on_progress,
+                        timebox=options.timebox,
+                    )
                 )
         self.states.forget()
         return merged(runs)

@@ -10,19 +10,19 @@ record with its members.
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import inspect
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 
 from shadow_backfill.api import Backfill
+from shadow_backfill.commands import Commands, Judged
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import RefusedError, UsageError
 from shadow_backfill.ownership import holding_tables
@@ -35,14 +35,13 @@ from shadow_backfill.pipeline.promotion import SetPromotion
 from shadow_backfill.pipeline.results import PipelineBackfill, PipelinePromotion, PipelineRun, PipelineValidation
 from shadow_backfill.pipeline.schedule import Task, run_chunks
 from shadow_backfill.pipeline.spec import PipelineFile, load_pipeline
-from shadow_backfill.recompute import ProgressCallback
+from shadow_backfill.recompute import ProgressCallback, RunOptions
 from shadow_backfill.results import RunResult
 from shadow_backfill.run_plan import RunPlan, joined_plans
+from shadow_backfill.selection import Selection
 from shadow_backfill.state import PipelineRecord, StateStore
-from shadow_backfill.timebox import TimeBox
 from shadow_backfill.transform import Inputs
-from shadow_backfill.windows import Window
-from shadow_backfill.workflow import PromotionPolicy, stop_of, to_judge
+from shadow_backfill.workflow import PromotionPolicy
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -56,17 +55,17 @@ def one_at_a_time(method: Callable[Concatenate[Pipeline, P], R]) -> Callable[Con
 
     @functools.wraps(method)
     def wrapper(self: Pipeline, *args: P.args, **kwargs: P.kwargs) -> R:
-        if not self._holding:  # every layer checked before the lease, the first write
-            check_command(self, method.__name__, signature.bind(self, *args, **kwargs).arguments)
-        with self._exclusive():
+        with self._holding_for(method.__name__, signature.bind(self, *args, **kwargs).arguments):
             return method(self, *args, **kwargs)
 
     return wrapper
 
 
-class Pipeline:
+class Pipeline(Commands[PipelineRun, dict[str, RunPlan], PipelineValidation, PipelineBackfill]):
     """Everything the tool does for one pipeline file. Spark opens on first use, from the first
-    layer's config (every layer's Spark settings are the same: `load_pipeline` checks)."""
+    layer's config (every layer's Spark settings are the same: `load_pipeline` checks). The
+    commands one table has too (`run`, `dry_run`, `validate`, `backfill`, ...) are declared
+    once, in `commands.Commands`."""
 
     def __init__(self, file: PipelineFile, spark: SparkSession | None = None, *, read_only: bool = False) -> None:
         """`read_only`: a dry run's pipeline, every layer read-only (`Backfill.read_only`)."""
@@ -104,6 +103,17 @@ class Pipeline:
     def steps(self) -> LayerSteps:
         """The layers' steps inside a pipeline command (`layer_steps`)."""
         return LayerSteps(self.file, self.layers, self.states)
+
+    def _held(self, command: str, chosen: Selection, **arguments: Any) -> AbstractContextManager[None]:
+        selected = {"start": chosen.start, "end": chosen.end, "partitions": chosen.partitions}
+        return self._holding_for(command, selected | arguments)
+
+    def _holding_for(self, command: str, arguments: Mapping[str, Any]) -> AbstractContextManager[None]:
+        """Every layer checked before the lease, the first write (`preflight.check_command`,
+        `arguments` by name), then every layer's table held (`_exclusive`)."""
+        if not self._holding:
+            check_command(self, command, arguments)
+        return self._exclusive()
 
     @contextmanager
     def _exclusive(self) -> Iterator[None]:
@@ -177,13 +187,11 @@ class Pipeline:
 
     # ---- which partitions are ready --------------------------------------------------------------
 
-    def _keys(
-        self, start: str | None, end: str | None, partitions: Sequence[str] | None, *, required: bool
-    ) -> list[str]:
+    def _keys(self, chosen: Selection, *, required: bool) -> list[str]:
         """The command's partitions: a range or a list, or (where allowed) every partition a
         layer of the pipeline has recomputed."""
-        if start or end or partitions is not None:
-            return self.scheme.select(start=start, end=end, partitions=partitions)
+        if chosen.given:
+            return self.scheme.select(start=chosen.start, end=chosen.end, partitions=chosen.partitions)
         if required:
             raise UsageError("give --start and --end, or --partitions")
         known = {p for key in self.order for p in self.states.records(key)}
@@ -196,36 +204,33 @@ class Pipeline:
         """The layers' configs, upstream first."""
         return [self.file.configs[key] for key in self.order]
 
+    @property
+    def _lead(self) -> Backfill:
+        return self.layers[self.order[0]]
+
+    @property
+    def _report_folder(self) -> Path:
+        return self.file.path.parent / "report"
+
     # ---- commands ----------------------------------------------------------------------------
 
-    @one_at_a_time
-    def run(
-        self,
-        start: str | None = None,
-        end: str | None = None,
-        partitions: list[str] | None = None,
-        *,
-        max_parallel: int | None = None,
-        force: bool = False,
-        on_progress: ProgressCallback | None = None,
-        timebox: TimeBox | None = None,
-    ) -> PipelineRun:
-        """Recompute every layer, upstream first, in chunks (`pipeline.schedule`): a chunk of a
-        layer runs once its upstream layers' same chunk is done, beside other layers' chunks, at
-        most `max_parallel` chunks at once. A layer's partition waits for its upstream partitions
-        (see `_not_ready`); one written before its upstream was rewritten is redone. Once
-        `timebox` says stop, no chunk of any layer starts (those in flight finish)."""
+    def _run(self, chosen: Selection, options: RunOptions, on_progress: ProgressCallback | None) -> PipelineRun:
+        """Every layer in chunks (`pipeline.schedule`): a chunk of a layer runs once its upstream
+        layers' same chunk is done, beside other layers' chunks. A layer's partition waits for
+        its upstream partitions (see `LayerStates.not_ready`); one written before its upstream
+        was rewritten is redone. Once the time box says stop, no chunk of any layer starts
+        (those in flight finish)."""
         self._open()
-        requested = self._keys(start, end, partitions, required=True)
+        requested = self._keys(chosen, required=True)
         self._window = requested
-        cap = self._cap(max_parallel)
+        cap = self._cap(options.max_parallel)
+        timebox = options.timebox
         chunks = pipeline_chunks(requested, cap)
         for bf in self.layers.values():  # loaded once, before threads share them
             bf.transform  # noqa: B018
         blocked: dict[str, dict[str, str]] = {key: {} for key in self.order}
         not_started: dict[str, list[str]] = {key: [] for key in self.order}
         leaving = threading.Lock()
-        self.steps.timebox = timebox
 
         def work(task: Task) -> RunResult | None:
             key, i = task
@@ -233,13 +238,12 @@ class Pipeline:
                 with leaving:
                     not_started[key].extend(chunks[i])
                 return None
-            return self.steps.run_chunk(key, chunks[i], blocked, force, on_progress)
+            return self.steps.run_chunk(key, chunks[i], blocked, options, on_progress)
 
         try:
             done = run_chunks(self.order, len(chunks), {k: self.file.depends_on(k) for k in self.order}, cap, work)
         finally:
             self.steps.drop_views()
-            self.steps.timebox = None
         runs = {key: [r for (k, _), r in sorted(done.items()) if k == key and r is not None] for key in self.order}
         by_layer = {key: merged(found) for key, found in runs.items()}
         for key, result in by_layer.items():  # partitions a stop left inside a chunk that had started
@@ -248,50 +252,35 @@ class Pipeline:
         stopped = timebox.reason if timebox is not None and left else None
         return PipelineRun(requested, by_layer, blocked, stopped, left)
 
-    def dry_run(
-        self,
-        start: str | None = None,
-        end: str | None = None,
-        partitions: list[str] | None = None,
-        *,
-        max_parallel: int | None = None,
-        force: bool = False,
-        window: Window | None = None,
-    ) -> dict[str, RunPlan]:
-        """What `run` would do in each layer (`Backfill.dry_run`), from the state store and
-        metadata only: no lease, no shadow, no store created. Each layer is planned from its own
-        records: a partition written before its upstream was rewritten shows as skipped here,
-        and the run redoes it."""
-        if not self.read_only:  # planned by a read-only twin: this pipeline's layers write
-            return self.for_dry_run().dry_run(
-                start, end, partitions, max_parallel=max_parallel, force=force, window=window
-            )
+    def _plan(self, chosen: Selection, options: RunOptions) -> dict[str, RunPlan]:
+        """Each layer planned from its own records (`Backfill.dry_run`): a partition written
+        before its upstream was rewritten shows as skipped here, and the run redoes it."""
         self._open()
-        keys = self._keys(start, end, partitions, required=True)
-        cap = self._cap(max_parallel)
+        keys = self._keys(chosen, required=True)
+        cap = self._cap(options.max_parallel)
         plans = {}
         for key in self.order:  # as `run` splits the work: the range in `cap` chunks, each one at a time
             bf = self.layers[key]
-            parts = [bf.dry_run(None, None, c, max_parallel=1, force=force) for c in pipeline_chunks(keys, cap)]
-            plans[key] = joined_plans(parts, cap, window)
+            parts = [
+                bf.dry_run(
+                    partitions=c,
+                    max_parallel=1,
+                    chunk_size=options.chunk_size,
+                    force=options.force,
+                    allow_code_change=options.allow_code_change,
+                )
+                for c in pipeline_chunks(keys, cap)
+            ]
+            plans[key] = joined_plans(parts, cap, chosen.window)
         return plans
 
     def _cap(self, max_parallel: int | None) -> int:
         """Chunks in flight at once across the pipeline: the option, the file, the first layer."""
         return max_parallel or self.file.spec.run.max_parallel or self.layers[self.order[0]].config.run.max_parallel
 
-    def timebox(self, until: str | None = None, max_duration: str | None = None) -> TimeBox:
-        """`--until HH:MM` (the layers' time zone) and `--max-duration D`, as for one table."""
-        return self.layers[self.order[0]].timebox(until, max_duration)
-
-    @one_at_a_time
-    def validate(
-        self, start: str | None = None, end: str | None = None, partitions: list[str] | None = None
-    ) -> PipelineValidation:
-        """Validate every layer's written partitions against its own live table, then judge
-        each partition across the pipeline (`gate.pipeline_verdicts`)."""
+    def _validate(self, chosen: Selection) -> PipelineValidation:
         self._open()
-        keys = self._keys(start, end, partitions, required=False)
+        keys = self._keys(chosen, required=False)
         self._window = keys
         for key in self.order:
             self.steps.validate_layer(key, keys)
@@ -300,7 +289,7 @@ class Pipeline:
     def verdicts(self, keys: Sequence[str] | None = None) -> list[PipelineVerdict]:
         """Each partition's verdict in every layer (from the store) and for the pipeline."""
         self.states.forget()
-        keys = list(keys) if keys is not None else self._keys(None, None, None, required=False)
+        keys = list(keys) if keys is not None else self._keys(Selection(), required=False)
         layers: dict[str, dict[str, str]] = {}
         rows: dict[str, dict[str, int]] = {}
         for key in self.order:
@@ -327,7 +316,7 @@ class Pipeline:
         back (`pipeline.promotion`). A promotion a kill cut off is finished first (the result's
         `finished`)."""
         self._open()
-        keys = self._keys(start, end, partitions, required=False)
+        keys = self._keys(Selection(start, end, partitions), required=False)
         chosen = PromotionPolicy.of(self.configs, allow_warn=allow_warn).passing(
             (v.partition, v.verdict) for v in self.verdicts(keys)
         )
@@ -366,20 +355,13 @@ class Pipeline:
         """The pipeline's promotions and rollbacks of the set, oldest first (no Spark)."""
         return self.store.pipeline_records(str(self.file.path))
 
-    def last_window(self, last: int, lag: str | dt.timedelta = "0") -> Window:
-        """The `last` newest partitions complete at now - `lag`, as for one table
-        (`Backfill.last_window`): every layer has the same granularity and time zone."""
-        return self.layers[self.order[0]].last_window(last, lag)
-
-    def window_keys(self, window: Window) -> list[str]:
-        return self.layers[self.order[0]].window_keys(window)
-
     def selected(
         self, start: str | None = None, end: str | None = None, partitions: Sequence[str] | None = None
     ) -> list[str]:
         """The partitions a read-only command shows: a range or a list, or every partition a
         layer has recomputed (no Spark)."""
-        return self._keys(start, end, partitions, required=False)
+        named = list(partitions) if partitions is not None else None
+        return self._keys(Selection(start, end, named), required=False)
 
     def report(self, out_dir: str | Path, keys: Sequence[str] | None = None) -> dict[str, Path]:
         """Each layer's reports in a folder of its own, and the pipeline's (one calendar per
@@ -395,37 +377,14 @@ class Pipeline:
         verdicts = self.verdicts(keys)
         return write_pipeline_report(self.file.name, self.order, verdicts, layer_reports, folder)
 
-    @one_at_a_time
-    def backfill(
-        self,
-        start: str | None = None,
-        end: str | None = None,
-        partitions: list[str] | None = None,
-        *,
-        max_parallel: int | None = None,
-        force: bool = False,
-        promote: bool = True,
-        report_dir: str | Path | None = None,
-        on_progress: ProgressCallback | None = None,
-        timebox: TimeBox | None = None,
-        promote_partial: bool = False,
-    ) -> PipelineBackfill:
-        """The main job over every layer: recompute -> validate -> promote the set -> report.
-        A run its `timebox` stopped is validated and promoted only with `promote_partial`, and
-        then only over the partitions finished in every layer."""
-        run = self.run(
-            start, end, partitions, max_parallel=max_parallel, force=force, on_progress=on_progress, timebox=timebox
-        )
-        policy = PromotionPolicy.of(self.configs, partial=promote_partial)
-        run.stopped = stop_of(run.stopped, timebox)
-        judged = to_judge(run.requested, run.finished, run.stopped, policy)
-        if not judged:  # nothing judged: the reports of earlier verdicts stay
-            return PipelineBackfill(run, PipelineValidation([]), None, {})
-        checked = self.validate(partitions=judged)
-        fresh = self._sets.not_yet_live(policy.passing((v.partition, v.verdict) for v in checked.verdicts))
-        promotion = self.promote(partitions=fresh) if promote and fresh else None
-        reports = self.report(report_dir or self.file.path.parent / "report")
-        return PipelineBackfill(run, checked, promotion, reports)
+    def _judged_nothing(self, run: PipelineRun, promote: bool) -> PipelineBackfill:
+        return PipelineBackfill(run, PipelineValidation([]), None, {})
+
+    def _promote_passing(self, job: Judged[PipelineRun, PipelineValidation]) -> PipelineBackfill:
+        """The set promotion of what passed in every layer and is not live in all."""
+        fresh = self._sets.not_yet_live(job.passing) if job.promote else []
+        promotion = self.promote(partitions=fresh) if fresh else None
+        return PipelineBackfill(job.run, job.checked, promotion, self.report(job.report_to))
 
 
 __all__ = ["Pipeline"]
