@@ -37,7 +37,8 @@ def secret_settings(conf: dict[str, str]) -> list[str]:
 
 
 class ShadowBackfillError(Exception):
-    """Base class; `exit_code` is what the CLI exits with."""
+    """Base class; `exit_code` is what the CLI exits with: 1, a runtime failure, unless a
+    subclass says 2, a usage error."""
 
     exit_code = 1
 
@@ -57,8 +58,6 @@ class UsageError(ShadowBackfillError):
 class SessionError(ShadowBackfillError):
     """Spark could not be started the way the config asks."""
 
-    exit_code = 1
-
 
 class TableNotFoundError(ShadowBackfillError):
     exit_code = 2
@@ -70,19 +69,13 @@ class StateStoreError(ShadowBackfillError):
     A runtime failure, not a usage error: the URL may be right and the database the problem.
     """
 
-    exit_code = 1
-
 
 class WriteError(ShadowBackfillError):
     """A file or folder the tool must write (warehouse, state file, report) cannot be written."""
 
-    exit_code = 1
-
 
 class RefusedError(ShadowBackfillError):
     """The tool refused to write because doing so could lose or corrupt data."""
-
-    exit_code = 1
 
 
 class TransformError(RefusedError):

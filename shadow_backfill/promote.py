@@ -41,15 +41,6 @@ class PromotionPlan:
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     validation_ids: list[str] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "partitions": self.partitions,
-            "refused": self.refused,
-            "live_version_expected": self.live_version,
-            "shadow_versions": self.shadow_versions,
-            "rows": self.rows,
-        }
-
 
 _UNREAD: Any = object()
 

@@ -18,6 +18,13 @@ from shadow_backfill.strict import Strict
 from shadow_backfill.widening import is_type_name, normalize
 
 
+def require_ordered(low: float | None, high: float | None, message: str) -> None:
+    """Refuse `low` above `high` where both are given (a bound left out bounds nothing): the one
+    rule for every pair of bounds a file sets, a threshold's, a p-value's and a ratio's."""
+    if low is not None and high is not None and low > high:
+        raise ValueError(message)
+
+
 class Threshold(Strict):
     """A metric passes below `warn`, warns from `warn`, fails from `fail` (None: never)."""
 
@@ -28,8 +35,7 @@ class Threshold(Strict):
 
     @model_validator(mode="after")
     def _ordered(self) -> Threshold:
-        if self.warn is not None and self.fail is not None and self.warn > self.fail:
-            raise ValueError(f"warn ({self.warn}) must not exceed fail ({self.fail})")
+        require_ordered(self.warn, self.fail, f"warn ({self.warn}) must not exceed fail ({self.fail})")
         return self
 
 
@@ -47,8 +53,9 @@ class PValue(Strict):
 
     @model_validator(mode="after")
     def _ordered(self) -> PValue:
-        if self.warn is not None and self.fail is not None and self.fail > self.warn:
-            raise ValueError(f"fail ({self.fail}) must not exceed warn ({self.warn}): a p-value fails below it")
+        require_ordered(
+            self.fail, self.warn, f"fail ({self.fail}) must not exceed warn ({self.warn}): a p-value fails below it"
+        )
         return self
 
 

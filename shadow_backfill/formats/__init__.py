@@ -1,10 +1,11 @@
 """Table formats behind one interface, and the one registry of them.
 
 Config validation, the CLI's choices and the demo ask this registry; nothing outside
-`formats/` names a format. Adding a backend = one module with a `formats.base.TableFormat`
-subclass plus one :class:`FormatSpec` entry below. This module imports no format and no Spark
-(`config.py` imports it, and Delta users need no Iceberg and back): `format_class` imports a
-format's module when it is asked for, and the interface is imported from `formats.base`.
+`formats/` names a format. Adding a backend = one module `formats/<name>.py` with a
+`formats.base.TableFormat` subclass `<Name>Format`, plus one :class:`FormatSpec` entry below.
+This module imports no format and no Spark (`config.py` imports it, and Delta users need no
+Iceberg and back): `format_class` imports a format's module when it is asked for, and the
+interface is imported from `formats.base`.
 """
 
 from __future__ import annotations
@@ -31,15 +32,25 @@ class FormatSpec:
     """What the rest of the tool may know about a format without importing it."""
 
     name: str
-    title: str
-    module: str
-    class_name: str
     summary: str
+    demo_live_table: str  # the demo's live table
     # Table names: an identifier (catalog.db.table) only, or also a path.
-    identifier_only: bool
-    # The demo's live table and the Spark settings it needs beyond the defaults.
-    demo_live_table: str
-    demo_spark: dict[str, Any] = field(default_factory=dict)
+    identifier_only: bool = False
+    demo_spark: dict[str, Any] = field(default_factory=dict)  # the demo's settings beyond the defaults
+
+    # A format lives in `formats/<name>.py` as the class `<Name>Format`: one convention, so an
+    # entry names only what differs.
+    @property
+    def title(self) -> str:
+        return self.name.capitalize()
+
+    @property
+    def module(self) -> str:
+        return f"{__name__}.{self.name}"
+
+    @property
+    def class_name(self) -> str:
+        return f"{self.title}Format"
 
     def table_name_error(self, name: str) -> str | None:
         """Why `name` cannot name a table of this format, or None when it can."""
@@ -55,29 +66,18 @@ FORMATS: dict[str, FormatSpec] = {
     for spec in (
         FormatSpec(
             name="iceberg",
-            title="Iceberg",
-            module="shadow_backfill.formats.iceberg",
-            class_name="IcebergFormat",
             summary="Iceberg tables in a Spark catalog (embedded local Spark)",
-            identifier_only=True,
             demo_live_table="local.demo.features",
+            identifier_only=True,
         ),
         FormatSpec(
             name="delta",
-            title="Delta",
-            module="shadow_backfill.formats.delta",
-            class_name="DeltaFormat",
             summary="Delta tables by path or by name (classic Spark with delta-spark, or Spark Connect with --remote)",
-            identifier_only=False,
             demo_live_table="warehouse/delta/features",
         ),
         FormatSpec(
             name="parquet",
-            title="Parquet",
-            module="shadow_backfill.formats.parquet",
-            class_name="ParquetFormat",
             summary="Hive-style Parquet folders by path (col=value/), switched by versioned partition folders",
-            identifier_only=False,
             demo_live_table="warehouse/parquet/features",
         ),
     )

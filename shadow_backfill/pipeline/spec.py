@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import Field, PositiveInt, ValidationError, model_validator
 
 from shadow_backfill.config import BackfillConfig, first_error, load_config, read_yaml
+from shadow_backfill.config.validation import require_ordered
 from shadow_backfill.errors import ConfigError
 from shadow_backfill.formats.locations import table_spelling
 from shadow_backfill.pipeline.graph import layer_order
@@ -49,8 +50,7 @@ class RowsRatio(Strict):
 
     @model_validator(mode="after")
     def _ordered(self) -> RowsRatio:
-        if self.min is not None and self.max is not None and self.min > self.max:
-            raise ValueError(f"min {self.min} is above max {self.max}")
+        require_ordered(self.min, self.max, f"min {self.min} is above max {self.max}")
         return self
 
 

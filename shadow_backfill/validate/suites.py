@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from shadow_backfill.config import MAX_CONFIG_DEPTH, BackfillConfig, nested_deeper_than, read_text_file
-from shadow_backfill.errors import ConfigError
+from shadow_backfill.errors import ConfigError, first_line
 
 # Keyword arguments that name columns, per GX convention.
 # Carried in each GX expectation's meta: GX reorders results, this maps them back.
@@ -114,8 +114,7 @@ def load_suite(path: Path) -> Suite:
 
             ExpectationConfiguration(type=kind, kwargs=dict(kwargs)).to_domain_obj()
         except Exception as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ConfigError(f"{where} ({kind}): invalid kwargs: {first}") from None
+            raise ConfigError(f"{where} ({kind}): invalid kwargs: {first_line(exc)}") from None
         out.append(exp)
     return Suite(name, path, out)
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
+from support.configs import sql_config
 from typer.testing import CliRunner
 
 from shadow_backfill.cli import app
@@ -19,30 +20,12 @@ SECRET = "Pre-Fl1ght-Pw"
 LONG = "k" * 256
 
 
-def _config(folder: Path, name: str = "backfill", **overrides: Any) -> Path:
-    """A layer over `local.db.<name>` with a SQL transform (found without importing anything);
-    its state store and warehouse would both be made inside `folder`."""
-    (folder / f"{name}.sql").write_text("SELECT * FROM src WHERE ds = :partition")
-    data = {
-        "live_table": f"local.db.{name}",
-        "format": "iceberg",
-        "partition": {"column": "ds", "granularity": "daily"},
-        "transform": {"sql": f"{name}.sql"},
-        "spark": {"warehouse": str(folder / "wh")},
-        "state": {"url": f"sqlite:///{folder / 'state.db'}"},
-        **overrides,
-    }
-    path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
-
-
 def _pipeline(folder: Path, **layers: dict[str, Any]) -> Path:
     """A pipeline of `raw` then the given layers, each depending on the one before."""
-    tables: dict[str, Any] = {"raw": {"config": _config(folder, "raw").name}}
+    tables: dict[str, Any] = {"raw": {"config": sql_config(folder, "raw").name}}
     before = "raw"
     for key, overrides in layers.items():
-        tables[key] = {"config": _config(folder, f"layer{len(tables)}", **overrides).name, "depends_on": [before]}
+        tables[key] = {"config": sql_config(folder, f"layer{len(tables)}", **overrides).name, "depends_on": [before]}
         before = key
     path = folder / "pipeline.yaml"
     path.write_text(yaml.safe_dump({"tables": tables}))
@@ -83,7 +66,7 @@ SELECTIONS = [
 def test_a_bad_selection_is_refused_before_anything_exists(
     tmp_path: Path, command: str, options: list[str], words: str
 ) -> None:
-    _refused(tmp_path, [command, str(_config(tmp_path)), *options], words)
+    _refused(tmp_path, [command, str(sql_config(tmp_path)), *options], words)
 
 
 def test_a_granularity_the_live_table_may_settle_does_not_refuse_early(tmp_path: Path) -> None:
@@ -92,11 +75,11 @@ def test_a_granularity_the_live_table_may_settle_does_not_refuse_early(tmp_path:
     from shadow_backfill.config import load_config
     from shadow_backfill.preflight import check_keys
 
-    cfg = load_config(_config(tmp_path, partition={"column": "ds"}))
+    cfg = load_config(sql_config(tmp_path, partition={"column": "ds"}))
     assert check_keys(cfg, None, None, ["2024-01-01T05"]) == ["2024-01-01T05"]
     _refused(
         tmp_path,
-        ["run", str(_config(tmp_path, partition={"column": "ds"})), "--partitions", "2024-13-01"],
+        ["run", str(sql_config(tmp_path, partition={"column": "ds"})), "--partitions", "2024-13-01"],
         "'2024-13-01'",
     )
 
@@ -115,7 +98,7 @@ def test_a_transform_or_state_store_that_cannot_work_is_refused_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, overrides: dict[str, Any], words: str
 ) -> None:
     monkeypatch.chdir(tmp_path)  # `sqlite://u:pw@/x.db` would create x.db here
-    _refused(tmp_path, ["run", str(_config(tmp_path, **overrides)), *RANGE], words)
+    _refused(tmp_path, ["run", str(sql_config(tmp_path, **overrides)), *RANGE], words)
 
 
 @pytest.mark.parametrize(
@@ -130,11 +113,11 @@ def test_a_transform_or_state_store_that_cannot_work_is_refused_first(
 def test_a_sql_transform_that_is_no_read_only_select_is_refused_first(tmp_path: Path, text: str, words: str) -> None:
     """One table's SQL transform runs on every chunk with `spark.sql`, as a pipeline layer's does."""
     (tmp_path / "t.sql").write_text(text)
-    _refused(tmp_path, ["run", str(_config(tmp_path, transform={"sql": "t.sql"})), *RANGE], words)
+    _refused(tmp_path, ["run", str(sql_config(tmp_path, transform={"sql": "t.sql"})), *RANGE], words)
 
 
 def test_a_report_folder_that_cannot_be_made_is_refused_before_the_backfill(tmp_path: Path) -> None:
-    cfg = str(_config(tmp_path))
+    cfg = str(sql_config(tmp_path))
     _refused(tmp_path, ["backfill", cfg, *RANGE, "--report", str(tmp_path / LONG)], "is 256 bytes long")
     (tmp_path / "afile").write_text("a file")
     _refused(tmp_path, ["backfill", cfg, *RANGE, "--report", str(tmp_path / "afile")], "is a file, not a folder")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from support.configs import sql_config
 
 from shadow_backfill.config import BackfillConfig, load_config
 from shadow_backfill.timebox import TimeBox
@@ -19,17 +19,7 @@ NOON = dt.datetime(2024, 1, 1, 12, tzinfo=dt.timezone.utc)
 
 
 def _config(folder: Path, name: str, **promote: Any) -> BackfillConfig:
-    (folder / f"{name}.sql").write_text("SELECT * FROM src WHERE ds = :partition")
-    data = {
-        "live_table": f"local.db.{name}",
-        "format": "iceberg",
-        "partition": {"column": "ds", "granularity": "daily"},
-        "transform": {"sql": f"{name}.sql"},
-        "promote": promote,
-    }
-    path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return load_config(path)
+    return load_config(sql_config(folder, name, promote=promote))
 
 
 def test_one_tables_policy_is_its_configs_unless_the_command_says(tmp_path: Path) -> None:
