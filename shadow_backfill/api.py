@@ -164,7 +164,7 @@ class Backfill(Commands[RunResult, RunPlan, ValidationResult, BackfillResult]):
         (`holding_table`); `validate` is checked only, and holds nothing: it writes verdicts,
         neither table."""
         if command == "validate":
-            check_before_writing(self, chosen.start, chosen.end, chosen.partitions, required=False, live=False)
+            check_before_writing(self, chosen, required=False, live=False)
             return nullcontext()
         checks = backfill_checks if command == "backfill" else run_checks
         checks(self, chosen.start, chosen.end, chosen.partitions, **arguments)
@@ -199,7 +199,7 @@ class Backfill(Commands[RunResult, RunPlan, ValidationResult, BackfillResult]):
     ) -> tuple[list[str], list[str]]:
         """(requested, to_do) without running anything; `how` as for `run` (only `force` and
         `allow_code_change` change the answer)."""
-        check_before_writing(self, start, end, partitions)
+        check_before_writing(self, Selection(start, end, partitions))
         return self.recompute().plan(RunOptions(start=start, end=end, partitions=partitions, **how))
 
     def status(self) -> list[PartitionRecord]:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import ConfigError, TableNotFoundError, UsageError
 from shadow_backfill.partitions import PartitionScheme
+from shadow_backfill.selection import Selection
 from shadow_backfill.sql_guard import check_sql_transform
 
 if TYPE_CHECKING:
@@ -59,9 +60,7 @@ _GRANULARITIES = ("daily", "hourly", "monthly")
 
 def check_before_engine(
     config: BackfillConfig,
-    start: str | None = None,
-    end: str | None = None,
-    partitions: Sequence[str] | None = None,
+    chosen: Selection = Selection(),
     *,
     required: bool = True,
     live: bool = True,
@@ -78,8 +77,8 @@ def check_before_engine(
     check_shadow_not_under_live(config.live_table, config.shadow)
     if live:
         check_transform_findable(config)
-    if required or start or end or partitions is not None:
-        check_keys(config, start, end, partitions)
+    if required or chosen.given:
+        check_keys(config, chosen.start, chosen.end, chosen.partitions)
     if report_dir is not None:
         check_report_folder(report_dir, layers)
 
@@ -188,9 +187,7 @@ def check_live_table(
 
 def check_before_writing(
     bf: CommandTarget,
-    start: str | None = None,
-    end: str | None = None,
-    partitions: Sequence[str] | None = None,
+    chosen: Selection = Selection(),
     *,
     required: bool = True,
     live: bool = True,
@@ -201,10 +198,12 @@ def check_before_writing(
     recompute chunk after chunk."""
     from shadow_backfill.state.store import reading  # SQLAlchemy: not for every import
 
-    check_before_engine(bf.config, start, end, partitions, required=required, live=live)
+    check_before_engine(bf.config, chosen, required=required, live=live)
     table = bf.table  # the scheme read from the live table (reads only)
-    if required or start or end or partitions is not None:
-        table.scheme.select(start=start, end=end, partitions=partitions, default=bf.config.partition.values)
+    if required or chosen.given:
+        table.scheme.select(
+            start=chosen.start, end=chosen.end, partitions=chosen.partitions, default=bf.config.partition.values
+        )
     elif not live:  # every partition recomputed: none is a usage error, told before the store exists
         store = reading(bf.config.state_url)
         try:
@@ -238,7 +237,7 @@ def check_version(fmt: TableFormat, table: str, version: int) -> None:
 def run_checks(
     bf: CommandTarget, start: str | None = None, end: str | None = None, partitions: Any = None, **_: Any
 ) -> None:
-    check_before_writing(bf, start, end, partitions)
+    check_before_writing(bf, Selection(start, end, partitions))
 
 
 def backfill_checks(
@@ -252,7 +251,7 @@ def backfill_checks(
 ) -> None:
     """The report folder is written last, after live changed: its name is checked first."""
     check_report_folder(Path(report_dir or bf.config.base_dir / "report"))
-    check_before_writing(bf, start, end, partitions)
+    check_before_writing(bf, Selection(start, end, partitions))
 
 
 def promote_checks(bf: CommandTarget, partitions: Sequence[str] | None = None, **_: Any) -> None:

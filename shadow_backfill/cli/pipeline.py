@@ -78,11 +78,8 @@ def first_checks(asked: Asked, *, required: bool, report_dir: Path | None = None
     are read from live, with it): exit 2 before anything starts or is written."""
 
     def check(file: PipelineFile) -> None:
-        if asked.last is not None:
-            check_layers(file, None, None, None, required=False, live=required, report_dir=report_dir)
-            return
-        keys = split_partitions(asked.partitions)
-        check_layers(file, asked.start, asked.end, keys, required=required, live=required, report_dir=report_dir)
+        needed = required and asked.last is None
+        check_layers(file, asked.named(), required=needed, live=required, report_dir=report_dir)
 
     return check
 

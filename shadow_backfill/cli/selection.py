@@ -56,6 +56,13 @@ class Asked:
         """`check_selection` of these options."""
         check_selection(self.start, self.end, self.partitions, self.last, self.lag, as_json=as_json, dry_run=dry_run)
 
+    def named(self) -> Selection:
+        """The partitions the options name before the engine starts: none for `--last`, whose
+        window is read from live (`resolve`)."""
+        if self.last is not None:
+            return Selection()
+        return Selection(self.start, self.end, split_partitions(self.partitions))
+
     def resolve(self, source: Windowed) -> Selection:
         """The partitions these options name (`select`)."""
         return select(source, self.start, self.end, self.partitions, self.last, self.lag)
@@ -116,10 +123,8 @@ def check_first(
 ) -> None:
     """The command's checks that need no engine, before PySpark is imported (exit 2, nothing
     written); a `--last` window's partitions come from live, with the engine."""
-    start, end, keys = asked.start, asked.end, split_partitions(asked.partitions)
-    if asked.last is not None:
-        start, end, keys, required = None, None, None, False
-    check_before_engine(config, start, end, keys, required=required, live=live, report_dir=report_dir)
+    needed = required and asked.last is None
+    check_before_engine(config, asked.named(), required=needed, live=live, report_dir=report_dir)
 
 
 class Windowed(Protocol):

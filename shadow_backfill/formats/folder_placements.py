@@ -22,14 +22,9 @@ from shadow_backfill.formats.folder_versions import Folder, Version
 class PlacedLog(Protocol):
     """What a placement needs of the folder log it switches for (`folder_log.FolderLog`)."""
 
-    @property
-    def root(self) -> str: ...
-
-    @property
-    def meta(self) -> str: ...
-
-    @property
-    def files(self) -> FileStore: ...
+    root: str
+    meta: str
+    files: FileStore
 
     def gen_dir(self, gid: str) -> str: ...
 

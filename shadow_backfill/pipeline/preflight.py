@@ -9,12 +9,13 @@ write. See `shadow_backfill.preflight` for what one layer's checks are.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from shadow_backfill.errors import UsageError
 from shadow_backfill.preflight import check_before_engine, check_before_writing, check_report_folder
+from shadow_backfill.selection import Selection
 
 if TYPE_CHECKING:
     from shadow_backfill.pipeline.spec import PipelineFile
@@ -40,9 +41,7 @@ COMMANDS = {"run": (True, True), "backfill": (True, True), "validate": (False, F
 
 def check_layers(
     file: PipelineFile,
-    start: str | None,
-    end: str | None,
-    partitions: Sequence[str] | None,
+    chosen: Selection,
     *,
     required: bool,
     live: bool,
@@ -50,10 +49,10 @@ def check_layers(
 ) -> None:
     """Every layer's checks that need no engine (no PySpark imported): the state store, each
     transform, the partitions as each layer reads them, and the report folders."""
-    if required and not (start or end or partitions is not None):
+    if required and not chosen.given:
         raise UsageError("give --start and --end, or --partitions")
     for key in file.order:
-        check_before_engine(file.configs[key], start, end, partitions, required=required, live=live)
+        check_before_engine(file.configs[key], chosen, required=required, live=live)
     if report_dir is not None:
         check_report_folder(report_dir, file.order)
 
@@ -66,16 +65,16 @@ def check_command(p: PipelineTarget, command: str, arguments: Mapping[str, Any])
     if command not in COMMANDS:
         return
     required, live = COMMANDS[command]
-    start, end, partitions = arguments.get("start"), arguments.get("end"), arguments.get("partitions")
+    chosen = Selection(arguments.get("start"), arguments.get("end"), arguments.get("partitions"))
     report_dir = None
     if command == "backfill":
         report_dir = Path(arguments.get("report_dir") or p.file.path.parent / "report")
-    check_layers(p.file, start, end, partitions, required=required, live=live, report_dir=report_dir)
+    check_layers(p.file, chosen, required=required, live=live, report_dir=report_dir)
     if not live:
         return
     p.open_session()
     for key in p.order:
-        check_before_writing(p.layers[key], start, end, partitions, required=required)
+        check_before_writing(p.layers[key], chosen, required=required)
 
 
 def check_rollback_target(p: PipelineTarget, promotion_id: str) -> None:

@@ -55,6 +55,8 @@ class Expectation:
 
 @dataclass(frozen=True)
 class Suite:
+    """A GX suite file as loaded: its expectations in file order, each with a stable id."""
+
     name: str
     path: Path
     expectations: list[Expectation]
