@@ -127,7 +127,7 @@ def run(
             timebox=box,
         )
     out.print(run_summary(result, bf.shadow_table))
-    fail_if_incomplete(result)
+    fail_if_incomplete(result, bf.live_table)
 
 
 def show_dry_run(
@@ -175,7 +175,7 @@ def validate(asked: Asked, config: Path = ConfigArg) -> None:
     chosen = asked.resolve(bf)
     result = bf.validate(chosen.start, chosen.end, chosen.partitions)
     print_verdicts(result)
-    exit_for_verdicts(result)
+    exit_for_verdicts(result, bf.live_table)
 
 
 @command
@@ -222,11 +222,11 @@ def promote(
     with bf.holding_table("promote"):  # what it finishes of a kill's leftovers too
         _say_recorded(bf)
         if n is not None:
-            print_canary(bf.promote_canary(n, names, allow_warn=allow_warn))
+            print_canary(bf.promote_canary(n, names, allow_warn=allow_warn), bf.live_table)
             return
         print_finished_canaries(bf.finish_unchecked_canaries())
         plan, rec = bf.promote(names, allow_warn=allow_warn)
-    print_promotion(plan, rec)
+    print_promotion(plan, rec, bf.live_table)
 
 
 def _say_recorded(bf: Backfill) -> None:
@@ -319,7 +319,7 @@ def backfill(asked: Asked, job: Job, config: Path = ConfigArg) -> None:
             print_finished_canaries(bf.finish_unchecked_canaries())
         with recomputing(bf, box, len(to_do)) as advance:
             result = bf.backfill(start, end, names, **job.backfill_knobs(), on_progress=advance, timebox=box)
-    print_backfill(result)
+    print_backfill(result, bf.live_table)
 
 
 @command

@@ -34,10 +34,10 @@ def print_failed(run: Any) -> None:
         console.print(Text.assemble(("failed", "red"), f" {key}: {run.failed[key]}"))
 
 
-def fail_if_incomplete(result: Any) -> None:
+def fail_if_incomplete(result: Any, target: str = "") -> None:
     """Exit as a run that ended (`command_result.table_run`), after naming what failed."""
     print_failed(result)
-    end(table_run(result).ending)
+    end(table_run(result, target).ending)
 
 
 def status_table(table_name: str, rows: list[dict[str, Any]]) -> Table:
@@ -57,9 +57,9 @@ def status_table(table_name: str, rows: list[dict[str, Any]]) -> Table:
     return table
 
 
-def exit_for_verdicts(result: Any) -> None:
+def exit_for_verdicts(result: Any, target: str = "") -> None:
     """`validate`'s exit code (`command_result.table_validation`)."""
-    end(table_validation(result).ending)
+    end(table_validation(result, target).ending)
 
 
 def print_verdicts(result: Any) -> None:
@@ -139,7 +139,7 @@ def history_table(recs: list[Any]) -> Table:
     return table
 
 
-def print_backfill(result: Any) -> None:
+def print_backfill(result: Any, target: str = "") -> None:
     """The main job's result, step by step; exits 1 (one error line) if anything did not pass."""
     out.print(run_summary(result.run, "recompute"))
     if result.validation.validation_id:
@@ -163,7 +163,7 @@ def print_backfill(result: Any) -> None:
     if result.reports:
         out.print(f"report: {result.reports['html']}")
     print_failed(result.run)
-    end(table_backfill(result).ending)
+    end(table_backfill(result, target).ending)
 
 
 def _rows(n: int | None) -> str:
@@ -196,11 +196,11 @@ def print_run_plan(plan: Any) -> None:
     )
 
 
-def print_promotion(plan: Any, record: Any) -> None:
+def print_promotion(plan: Any, record: Any, target: str = "") -> None:
     """A promotion's plan, then its line; exits 1 if it committed nothing
     (`command_result.table_promotion`)."""
     print_plan(plan, dry_run=False)
-    end(table_promotion(plan, record).ending)
+    end(table_promotion(plan, record, target).ending)
     out.print(promoted_line(record))
 
 
@@ -212,7 +212,7 @@ def print_finished_canaries(finished: list[Any]) -> None:
     end(finished_canaries_outcome(finished))
 
 
-def print_canary(result: Any) -> None:
+def print_canary(result: Any, target: str = "") -> None:
     """A canary promotion, step by step; exits 1 naming the check if the canary was rolled back
     (or a canary a kill had left unchecked failed its checks now)."""
     print_finished_canaries(result.finished)
@@ -220,7 +220,7 @@ def print_canary(result: Any) -> None:
         print_plan(result.plan, dry_run=False)
     else:
         canary_steps(result)
-    end(table_canary(result).ending)
+    end(table_canary(result, target).ending)
 
 
 def canary_steps(result: Any) -> None:
