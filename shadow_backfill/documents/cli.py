@@ -10,18 +10,12 @@ whose `Z` would change the bytes scripts compare.
 
 from __future__ import annotations
 
-import dataclasses
-import datetime as dt
-from typing import TYPE_CHECKING, Any, Literal, get_type_hints
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, create_model
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 from pydantic.json_schema import JsonDict
 
-from shadow_backfill.state.partitions import PartitionRecord
-from shadow_backfill.vocabulary import CheckStatus
-
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
+from shadow_backfill.vocabulary import CheckStatus, PartitionStatus
 
 # ISO 8601 text with its UTC offset, as `datetime.isoformat()` writes it.
 TIME: JsonDict = {"format": "date-time"}
@@ -34,25 +28,21 @@ class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def _record_doc(record: type[DataclassInstance]) -> type[_Out]:
-    """A state-store record's fields as a document's, in its order and with its types, but for
-    times: the ISO text `state.db.plain` prints. A field the record gains is published with it,
-    and the test of the schema files asks for them to be regenerated."""
-    hints = get_type_hints(record)
-    fields: dict[str, Any] = {f.name: _field(hints[f.name]) for f in dataclasses.fields(record)}
-    return create_model(f"{record.__name__}Doc", __base__=_Out, **fields)
-
-
-def _field(hint: Any) -> tuple[Any, Any]:
-    if hint == dt.datetime | None:
-        return str | None, Field(json_schema_extra=TIME)
-    return hint, ...
-
-
-# The fields come from the record, so mypy cannot see the base.
-class StatusRowDoc(_record_doc(PartitionRecord)):  # type: ignore[misc]
+class StatusRowDoc(_Out):
     """One partition of `status --json`: its state-store record and latest verdict."""
 
+    shadow_table: str
+    partition: str
+    status: PartitionStatus
+    rows: int | None
+    shadow_version: int | None
+    code_fingerprint: str | None
+    run_id: str | None
+    attempts: int
+    error: str | None
+    started_at: str | None = Field(json_schema_extra=TIME)
+    finished_at: str | None = Field(json_schema_extra=TIME)
+    duration_s: float | None
     verdict: CheckStatus | None = Field(description="the latest verdict; null until validated")
     validated_version: int | None = Field(description="the shadow partition version the verdict judged")
 
