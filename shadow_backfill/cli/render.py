@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from shadow_backfill.state import PipelineRecord
 
 STATUS_STYLE = {"written": "green", "running": "yellow", "pending": "dim", "failed": "red"}
+NAMES_IDS = {"kind", "undoes", "undone by", "members"}  # history columns that can hold an id
 
 
 def run_summary(result: Any, label: str) -> str:
@@ -42,12 +43,14 @@ def fail_if_incomplete(result: Any, target: str = "") -> None:
 
 def status_table(table_name: str, rows: list[dict[str, Any]]) -> Table:
     table = Table(title=f"{table_name} ({len(rows)} partitions)")
-    for col in ("partition", "status", "rows", "shadow version", "attempts", "seconds", "error"):
-        table.add_column(col)
+    whole_column(table, "partition", [r["partition"] for r in rows])
+    for col in ("status", "verdict", "rows", "shadow version", "attempts", "seconds", "error"):
+        table.add_column(col, no_wrap=col in ("status", "verdict"))
     for r in rows:
         table.add_row(
             r["partition"],
             Text(r["status"], style=STATUS_STYLE.get(r["status"], "")),
+            verdict_cell(r["verdict"], stale=r["validated_version"] != r["shadow_version"]),
             "" if r["rows"] is None else str(r["rows"]),
             "" if r["shadow_version"] is None else str(r["shadow_version"]),
             str(r["attempts"]),
@@ -55,6 +58,20 @@ def status_table(table_name: str, rows: list[dict[str, Any]]) -> Table:
             (r["error"] or "")[:80],
         )
     return table
+
+
+def verdict_cell(verdict: str | None, *, stale: bool) -> Text:
+    """A partition's last verdict; one judged on an earlier write of the partition says so, as
+    `promote` refuses it until it is validated again."""
+    if verdict is None:
+        return Text("")
+    return Text.assemble((str(verdict), VERDICT_STYLES[str(verdict)]), (" (stale)", "dim") if stale else "")
+
+
+def whole_column(table: Table, head: str, names: list[str]) -> None:
+    """A column of what the next command takes (`rollback --promotion <id>`, `--partitions`):
+    printed whole, on one line, at any terminal width; the other columns give way."""
+    table.add_column(head, no_wrap=True, min_width=max((len(n) for n in names), default=None))
 
 
 def exit_for_verdicts(result: Any, target: str = "") -> None:
@@ -120,8 +137,10 @@ def promoted_line(rec: Any) -> str:
 
 def history_table(recs: list[Any]) -> Table:
     table = Table(title="promotions and rollbacks")
-    for col in ("id", "kind", "at", "partitions", "live version", "undoes", "undone by", "schema", "user"):
-        table.add_column(col)
+    whole_column(table, "id", [r.id for r in recs])
+    for col in ("kind", "at", "partitions", "live version", "undoes", "undone by", "schema", "user"):
+        # Columns that name another row's id fold it over lines rather than cut it.
+        table.add_column(col, overflow="fold" if col in NAMES_IDS else "ellipsis")
     for r in recs:
         parts = ", ".join(r.partitions[:3]) + (f" (+{len(r.partitions) - 3})" if len(r.partitions) > 3 else "")
         step = {"canary": " (canary)", "rest": f" (after canary {r.steps_of})"}.get(r.step or "", "")
@@ -258,8 +277,9 @@ def members(rec: PipelineRecord) -> str:
 
 def pipeline_history_table(recs: list[PipelineRecord]) -> Table:
     table = Table(title="pipeline history")
-    for head in ("id", "kind", "state", "partitions", "members", "undone by"):
-        table.add_column(head)
+    whole_column(table, "id", [r.id for r in recs])
+    for head in ("kind", "state", "partitions", "members", "undone by"):
+        table.add_column(head, overflow="fold" if head in NAMES_IDS else "ellipsis")
     for r in recs:
         cells = (r.id, r.kind, r.state, str(len(r.partitions)), members(r), r.undone_by or "")
         table.add_row(*(Text(c) for c in cells))
