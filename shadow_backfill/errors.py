@@ -125,8 +125,34 @@ def redact(text: str) -> str:
     return text
 
 
+# The header of a Python traceback, and a frame line of it (indented: `  File ...`, the source
+# line, 3.11's `^^^^` markers); the first unindented line after the frames names the exception.
+_TRACEBACK = "Traceback (most recent call last):"
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(: .*)?$")
+
+
+def python_worker_error(text: str) -> str | None:
+    """The `SomeError: message` line of the Python traceback an engine's message carries, or None.
+
+    PySpark reports an exception raised in a UDF (on a Python worker) as "An exception was thrown
+    from the Python worker. Please see the stack trace below." followed by the worker's
+    traceback, and on a write as a JVM error quoting it among pages of Java stack: the line the
+    user needs is the traceback's last one. Chained exceptions print one traceback each; the
+    last is the one that escaped."""
+    head = text.rfind(_TRACEBACK)
+    if head < 0:
+        return None
+    for line in text[head + len(_TRACEBACK) :].splitlines():
+        if line and not line[0].isspace():
+            return line.strip() if _EXCEPTION_LINE.match(line.strip()) else None
+    return None
+
+
 def first_line(exc: BaseException, limit: int | None = None) -> str:
     """What the state store, the reports and the CLI keep of an error: engines put pages of
-    stack after the first line (`limit`: at most this many characters of it)."""
+    stack after the first line (`limit`: at most this many characters of it), and a UDF's error
+    hides its cause in the Python traceback it quotes (`python_worker_error`)."""
     text = str(exc).strip()
-    return text.splitlines()[0][:limit] if text else type(exc).__name__
+    if not text:
+        return type(exc).__name__
+    return (python_worker_error(text) or text.splitlines()[0])[:limit]

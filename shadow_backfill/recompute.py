@@ -332,11 +332,13 @@ class Recompute:
                         attempt += 1
                         time.sleep(self.table.config.run.retry_backoff_s * (2 ** (attempt - 1)))
                         continue
-                    message = first_line(exc)
+                    message, whole = first_line(exc), str(exc).strip()
                     self.table.store.mark_failed(self.shadow, keys, message, run_id)
                     with self._lock:
                         for k in keys:
                             result.failed[k] = message
+                            if whole != message:
+                                result.details[k] = whole
                     return PartitionStatus.FAILED
                 testpoints.reached(testpoints.RECOMPUTE_AFTER_COMMIT)
                 self.table.store.mark_written(self.shadow, written, version, run_id, fp, time.monotonic() - started)

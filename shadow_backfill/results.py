@@ -27,6 +27,9 @@ class RunResult:
     skipped: list[str]
     written: dict[str, int] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
+    details: dict[str, str] = field(default_factory=dict)
+    """partition -> its whole error where `failed` keeps one line of it (a UDF's traceback, an
+    engine's stack): for the log file, never the terminal."""
     chunks: list[list[str]] = field(default_factory=list)
     held: dict[str, str] = field(default_factory=dict)  # partition -> the run holding its lease
     shadow_version: int | None = None

@@ -142,6 +142,19 @@ def boom(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
     raise ValueError(f"cannot compute {partitions[0]}")
 
 
+def udf_boom(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    """Fails inside a Python UDF, on the executor: PySpark wraps the worker's traceback (and, on
+    the write path, the JVM's stack) around the one line the user needs. The UDF is nested so
+    that it travels by value: the Python workers cannot import this test module."""
+
+    def _amount_or_raise(amount: float) -> float:
+        if amount >= 0:  # every amount: the message is the same whichever row fails first
+            raise ValueError("bad amount, not a price")
+        return amount
+
+    return events(spark, partitions).withColumn("amount", F.udf(_amount_or_raise, "double")("amount"))
+
+
 # ---- transforms that misbehave in ways that must not escape the run (the bad-input catalogue) ----
 
 

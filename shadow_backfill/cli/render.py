@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 from rich.text import Text
 
-from shadow_backfill.cli.output import console, end, out
+from shadow_backfill.cli.output import console, end, out, write_log
 from shadow_backfill.command_result import table_backfill, table_canary, table_promotion, table_run, table_validation
 from shadow_backfill.outcome import finished_canaries_outcome
 from shadow_backfill.vocabulary import VERDICT_STYLES, CheckStatus
@@ -30,9 +30,17 @@ def run_summary(result: Any, label: str) -> str:
 
 
 def print_failed(run: Any) -> None:
-    """The failed partitions (the first ten) before the line that counts them."""
+    """The failed partitions (the first ten) before the line that counts them; their whole
+    errors, where a line was kept of pages of trace, go to a log file that one line names."""
     for key in sorted(run.failed)[:10]:
         console.print(Text.assemble(("failed", "red"), f" {key}: {run.failed[key]}"))
+    if run.details:
+        # One chunk's partitions share one error: written once, under the partitions it failed.
+        keys_by_error: dict[str, list[str]] = {}
+        for key in sorted(run.details):
+            keys_by_error.setdefault(run.details[key], []).append(key)
+        log = write_log("".join(f"failed {', '.join(keys)}:\n{text}\n\n" for text, keys in keys_by_error.items()))
+        console.print(f"full details of the failures: {log}" if log else "no log of the failures could be written")
 
 
 def fail_if_incomplete(result: Any, target: str = "") -> None:

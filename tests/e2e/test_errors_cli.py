@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import sys
+from pathlib import Path
 
 import yaml
-from support import END, QUIET, START, MakeBackfill, published
+from support import END, QUIET, START, MakeBackfill, killable_cli_env, published
 from typer.testing import CliRunner
 
 from shadow_backfill.cli import app
+from shadow_backfill.cli.output import LOG_DIR_ENV
 
 # The CLI's handling does not depend on the table format: one backend per Spark engine (the
 # e2e default).
@@ -84,3 +87,23 @@ def test_failure_text_that_looks_like_markup_prints_as_typed(make: MakeBackfill)
     as_json = CliRunner().invoke(app, ["status", cfg, "--json"])
     assert "[/] unbalanced [red]markup[/bold] in a message" in as_json.output
     assert any("[red]markup" in (r["error"] or "") for r in published(as_json.stdout, "status.schema.json"))
+
+
+def test_a_udf_that_raises_is_reported_by_its_python_exception(make: MakeBackfill, tmp_path: Path) -> None:
+    """A transform whose UDF raises fails on a Python worker: PySpark wraps the worker's
+    traceback in a JVM error and pages of stack. The run records and prints the Python
+    exception's one line, and the terminal shows no Java stack (it is in the log file)."""
+    bf = make(transform={"function": "sb_test_transforms:udf_boom"})
+    cli = [sys.executable, "-m", "shadow_backfill.cli", "run", str(bf.config_path), "--partitions", START]  # type: ignore[attr-defined]
+    env = {**killable_cli_env(bf, 0), LOG_DIR_ENV: str(tmp_path / "logs")}
+    run = subprocess.run(cli, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, run.stderr[-3000:]
+    expected = "ValueError: bad amount, not a price"
+    assert bf.store.records(bf.shadow_table)[START].error == expected
+    terminal = run.stdout + run.stderr
+    assert f"failed {START}: {expected}\n" in terminal, terminal[-3000:]
+    java = [line for line in terminal.splitlines() if line.lstrip().startswith(("at org.", "at java.", "at scala."))]
+    assert not java and "Traceback" not in terminal, terminal[-3000:]
+    [log] = (tmp_path / "logs").iterdir()
+    assert f"full details of the failures: {log}\n" in terminal
+    assert "Traceback (most recent call last)" in log.read_text() and expected in log.read_text()
