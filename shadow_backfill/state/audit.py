@@ -5,14 +5,43 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from sqlalchemy import select, update
 
 from shadow_backfill.state.db import Db, aware, from_row, plain, stamped, utcnow
 from shadow_backfill.state.schema import promotions
 
+if TYPE_CHECKING:
+    from typing import Unpack
+
 PROMOTE, ROLLBACK = "promote", "rollback"
+
+
+class PromotionStart(TypedDict):
+    """What a promotion knows before its commit: the record's fields it fills, each required, so
+    a caller cannot forget the binding to the live version or the validations it promotes."""
+
+    live_table: str
+    shadow_table: str
+    partitions: list[str]
+    live_version_before: int | None
+    shadow_versions: dict[str, int]
+    validation_ids: list[str]
+    config_hash: str | None
+    code_fingerprint: str | None
+
+
+class RollbackStart(TypedDict):
+    """What a rollback knows before its commit: what it undoes (`target`, a promotion, or the
+    whole table back to `to_version`) and the live version it read."""
+
+    live_table: str
+    partitions: list[str]
+    live_version_before: int | None
+    target: str | None
+    to_version: int | None
+    config_hash: str | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,60 +73,16 @@ class PromotionRecord:
 
     @classmethod
     def promotion(
-        cls,
-        id: str,
-        *,
-        live_table: str,
-        shadow_table: str,
-        partitions: list[str],
-        live_version_before: int | None,
-        shadow_versions: dict[str, int],
-        validation_ids: list[str],
-        config_hash: str | None,
-        code_fingerprint: str | None,
-        schema_change: list[str] | None = None,
+        cls, id: str, *, schema_change: list[str] | None = None, **known: Unpack[PromotionStart]
     ) -> PromotionRecord:
         """Validated shadow partitions about to replace live ones, bound to the live version read;
         `schema_change`: the declared schema changes it applies to live (`+col`, `-col`)."""
-        return cls(
-            id=id,
-            kind=PROMOTE,
-            live_table=live_table,
-            shadow_table=shadow_table,
-            partitions=partitions,
-            live_version_before=live_version_before,
-            shadow_versions=shadow_versions,
-            validation_ids=validation_ids,
-            config_hash=config_hash,
-            code_fingerprint=code_fingerprint,
-            at=utcnow(),
-            schema_change=list(schema_change or []),
-        )
+        return cls(id=id, kind=PROMOTE, at=utcnow(), schema_change=list(schema_change or []), **known)
 
     @classmethod
-    def rollback(
-        cls,
-        id: str,
-        *,
-        live_table: str,
-        partitions: list[str],
-        live_version_before: int | None,
-        target: str | None,
-        to_version: int | None,
-        config_hash: str | None,
-    ) -> PromotionRecord:
+    def rollback(cls, id: str, **known: Unpack[RollbackStart]) -> PromotionRecord:
         """Live partitions about to be restored: undoing `target`, or the whole table to `to_version`."""
-        return cls(
-            id=id,
-            kind=ROLLBACK,
-            live_table=live_table,
-            partitions=partitions,
-            live_version_before=live_version_before,
-            target=target,
-            to_version=to_version,
-            config_hash=config_hash,
-            at=utcnow(),
-        )
+        return cls(id=id, kind=ROLLBACK, at=utcnow(), **known)
 
     def as_dict(self) -> dict[str, Any]:
         return plain(self)
