@@ -12,18 +12,19 @@ import logging
 import os
 import re
 import socket
-import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shadow_backfill.config import BackfillConfig
-from shadow_backfill.errors import ConfigError, SessionError, WriteError, os_reason
+from shadow_backfill.errors import ConfigError, SessionError, WriteError, first_line, os_reason
 from shadow_backfill.formats import format_class
-from shadow_backfill.formats.runtimes import spark_line
+from shadow_backfill.formats.runtimes import pyspark_version, spark_line
 from shadow_backfill.formats.settings import S3A_SETTINGS, SessionSettings
+from shadow_backfill.ivy_causes import ivy_failure_cause
 from shadow_backfill.jar_lock import one_download_at_a_time
+from shadow_backfill.jvm_output import announce_first_start, ivy_folder, jvm_output_to, new_jvm_log
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -58,27 +59,6 @@ def quiet_query_context_loggers() -> None:
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
-@contextlib.contextmanager
-def jvm_stdout_to_stderr() -> Iterator[None]:
-    """Start the JVM PySpark launches with our stderr as its stdout, for its whole life: Ivy
-    prints its resolution (`:: loading settings :: ...`) on the JVM's stdout before any log4j
-    setting applies, so `... --json | jq` would not parse. Our own stdout is restored on exit
-    (an embedded server in this process, Sail, is covered while it starts). A process started
-    without stdout or stderr (`>&-`) starts Spark as it is."""
-    sys.stdout.flush()
-    try:
-        saved = os.dup(1)
-        os.dup2(2, 1)
-    except OSError:
-        yield
-        return
-    try:
-        yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-
-
 def start_sail() -> str:
     """Start (once per process) an embedded Sail Spark Connect server on loopback; return its URL."""
     global _sail_server
@@ -89,7 +69,7 @@ def start_sail() -> str:
             except ImportError:
                 raise SessionError("spark.remote is 'sail' but pysail is not installed (pip install pysail)") from None
             server = SparkConnectServer(ip="127.0.0.1", port=0)
-            with jvm_stdout_to_stderr():
+            with jvm_output_to(None):
                 server.start(background=True)
             _sail_server = server
             atexit.register(server.stop)
@@ -258,16 +238,44 @@ def open_session(config: BackfillConfig) -> SparkSession:
     builder = SparkSession.builder.master(config.spark.master).appName("shadow-backfill")
     for k, v in conf.items():
         builder = builder.config(k, v)
-    try:
-        with jvm_stdout_to_stderr(), one_download_at_a_time(conf):
-            spark = builder.getOrCreate()
-    except Exception as exc:
-        hint = ""
+    return start_jvm(builder, conf, config.format)
+
+
+def start_jvm(builder: Any, conf: Mapping[str, str], fmt: str) -> SparkSession:
+    """Start the JVM with its output on a log file of its own (`jvm_output`), one download of
+    the runtimes at a time (`jar_lock`); a failure names its cause, read from that log."""
+    from pyspark import SparkContext
+
+    version = pyspark_version()
+    if getattr(SparkContext, "_gateway", None) is not None:  # this process's JVM runs already: no start
+        log = None
+        starting: Any = contextlib.nullcontext()
+    else:
+        log = new_jvm_log()
         if "spark.jars.packages" in conf:
-            hint = (
-                f" It needed to download {conf['spark.jars.packages']} from Maven Central "
-                f"(Ivy settings {conf.get('spark.jars.ivySettings', 'of Spark')}); "
-                "without network access put the jars in a folder and set spark.jars_dir."
-            )
-        raise SessionError(f"could not start Spark for format {config.format!r}: {exc}.{hint}") from None
-    return spark
+            announce_first_start(conf, version, log)
+        starting = contextlib.ExitStack()
+        starting.enter_context(jvm_output_to(log))
+        starting.enter_context(one_download_at_a_time(conf))
+    try:
+        with starting:
+            return builder.getOrCreate()  # type: ignore[no-any-return]
+    except Exception as exc:
+        why = _start_failure(exc, conf, version, log)
+        raise SessionError(f"could not start Spark for format {fmt!r}: {why}") from None
+
+
+def _start_failure(exc: Exception, conf: Mapping[str, str], version: str, log: Path | None) -> str:
+    """Why the JVM did not start: Ivy's cause when it was fetching packages, else Spark's words;
+    with the log's path, where the whole story is."""
+    text = ""
+    if log is not None:
+        with contextlib.suppress(OSError):
+            text = log.read_text(errors="replace")
+    cause = None
+    if "spark.jars.packages" in conf:
+        cause = ivy_failure_cause(text, str(ivy_folder(conf, version)))
+        if cause is not None:
+            cause = f"fetching {conf['spark.jars.packages']} failed: {cause}"
+    cause = cause or first_line(exc)
+    return f"{cause} (Spark's log: {log})" if log is not None else cause

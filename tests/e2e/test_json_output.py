@@ -1,6 +1,6 @@
 """What scripts parse: `--json` prints one JSON document on stdout and nothing else, even when
-Ivy resolves jars at the JVM's start; the commands that read only the state store never start
-Spark."""
+Ivy resolves jars at the JVM's start (its lines go to the log file of that start); the
+commands that read only the state store never start Spark."""
 
 from __future__ import annotations
 
@@ -48,10 +48,14 @@ def test_json_is_the_only_thing_on_stdout(make_backfill: MakeBackfill, tmp_path:
     _with_ivy(cfg, _IVY)
     home = tmp_path / "home"
 
-    # Spark starts (to reconcile with the live table) and Ivy resolves: all of it goes to stderr.
-    started = _cli(cfg, home, "history", "--json", "--reconcile")
+    # Spark starts (to reconcile with the live table) and Ivy resolves: all of it goes to the
+    # log file of that Spark start, none to stdout (nor to stderr).
+    logs = tmp_path / "logs"
+    started = _cli(cfg, home, "history", "--json", "--reconcile", env={"SHADOW_BACKFILL_LOG_DIR": str(logs)})
     assert started.returncode == 0, started.stderr[-3000:]
-    assert ":: loading settings ::" in started.stderr, "Ivy did not run: the test would prove nothing"
+    [log] = logs.glob("spark-*.log")
+    assert ":: loading settings ::" in log.read_text(), "Ivy did not run: the test would prove nothing"
+    assert ":: loading settings ::" not in started.stdout + started.stderr
     assert [h["id"] for h in published(started.stdout, "history.schema.json")] == [rec.id]
 
     # Without Java at all, the state-store commands still answer: they never start Spark.

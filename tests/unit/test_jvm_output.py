@@ -1,0 +1,66 @@
+"""The JVM's own output goes to a log file, ours stays on the terminal (`shadow_backfill.jvm_output`).
+
+A real child process stands in for the JVM: it inherits descriptors 1 and 2 as PySpark's
+launcher's `Popen` does, and keeps writing after the parent has its own back."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from shadow_backfill.jvm_output import LOG_DIR_ENV, announce_first_start, jvm_output_to, missing_jars, new_jvm_log
+
+_CHILD = """
+import sys
+print(":: loading settings :: file = ivysettings.xml", flush=True)
+print(":: resolving dependencies ::", file=sys.stderr, flush=True)
+sys.stdin.readline()  # until the parent has its descriptors back
+print("12:00:00 WARN NativeCodeLoader: later", file=sys.stderr, flush=True)
+"""
+
+
+def test_the_child_writes_to_the_log_for_its_whole_life(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(LOG_DIR_ENV, str(tmp_path / "logs"))
+    log = new_jvm_log()
+    assert log is not None and log.parent == tmp_path / "logs" and log.name.startswith("spark-")
+    assert oct(log.stat().st_mode & 0o777) == "0o600"
+    with jvm_output_to(log):
+        child = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, text=True)
+    print("ours on stdout")
+    print("ours on stderr", file=sys.stderr)
+    assert child.stdin is not None
+    child.stdin.write("go\n")
+    child.stdin.close()
+    assert child.wait(timeout=60) == 0
+    out, err = capfd.readouterr()
+    assert "ours on stdout" in out and "ours on stderr" in err
+    assert ":: " not in out + err and "WARN" not in out + err
+    text = log.read_text()
+    assert ":: loading settings ::" in text and ":: resolving dependencies ::" in text and "WARN" in text
+
+
+def test_without_a_log_the_child_stdout_goes_to_our_stderr(capfd: pytest.CaptureFixture[str]) -> None:
+    """Where no log can be made: `--json` stays parseable, the lines are not lost."""
+    with jvm_output_to(None):
+        subprocess.run([sys.executable, "-c", "print(':: loading settings ::')"], check=True)
+    out, err = capfd.readouterr()
+    assert out == "" and ":: loading settings ::" in err
+
+
+def test_the_first_start_is_announced_once(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    coords = "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.1"
+    conf = {"spark.jars.packages": coords, "spark.jars.ivy": str(tmp_path / "ivy")}
+    log = tmp_path / "spark.log"
+    assert missing_jars(conf, "3.5.3") == [coords]
+    assert announce_first_start(conf, "3.5.3", log)
+    jars = tmp_path / "ivy" / "jars"
+    jars.mkdir(parents=True)
+    (jars / "org.apache.iceberg_iceberg-spark-runtime-3.5_2.12-1.10.1.jar").write_bytes(b"jar")
+    assert missing_jars(conf, "3.5.3") == [] and not announce_first_start(conf, "3.5.3", log)
+    _, err = capfd.readouterr()
+    assert err.count("\n") == 1 and "first start only" in err and str(log) in err, err
