@@ -190,15 +190,20 @@ def promote(
     asked: Asked,
     pipeline: Path = PipelineArg,
     allow_warn: bool | None = AllowWarnOption,
+    as_json: bool = JsonOption,
     canary: str | None = NoCanaryOption,
 ) -> None:
     """Promote what passed in every layer: one commit per layer, upstream first, undone together on failure."""
     refuse_canary(canary)
     p = open_pipeline(pipeline, first_checks(asked, required=False))
     result = p.promote(asked.start, asked.end, split_partitions(asked.partitions), allow_warn=allow_warn)
-    for line in promoted(result):
-        out.print(line, markup=False)
-    end(command_result.pipeline_promotion(result, p.file.name).ending)
+    done = command_result.pipeline_promotion(result, p.file.name)
+    if as_json:
+        print_json(done.document())
+    else:
+        for line in promoted(result):
+            out.print(line, markup=False)
+    end(done.ending)
 
 
 @command
