@@ -48,14 +48,20 @@ from shadow_backfill.cli.views import view
 from shadow_backfill.config import load_config
 from shadow_backfill.errors import UsageError
 from shadow_backfill.formats import FORMATS, format_names
-from shadow_backfill.preflight import backfill_checks, canary_checks, promote_checks
+from shadow_backfill.preflight import (
+    backfill_checks,
+    canary_checks,
+    check_before_engine,
+    check_rollback_asked,
+    promote_checks,
+)
+from shadow_backfill.selection import Selection
 from shadow_backfill.timebox import stop_on_sigterm
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
     from shadow_backfill.api import Backfill
-    from shadow_backfill.cli.selection import Selection
     from shadow_backfill.config import BackfillConfig
     from shadow_backfill.timebox import TimeBox
 
@@ -221,7 +227,9 @@ def promote(
     if as_json and not dry_run:
         raise UsageError("--json goes with --dry-run (a promotion prints its summary)")
     names = split_partitions(partitions)
-    n = canary or load_config(config).promote.canary
+    cfg = load_config(config)
+    check_before_engine(cfg, Selection(partitions=names), required=False, live=False)
+    n = canary or cfg.promote.canary
     if not dry_run and n is not None and names is not None and n >= len(set(names)):
         from shadow_backfill.state.canaries import too_few  # SQLAlchemy: not for every command's start
 
@@ -271,6 +279,7 @@ def rollback(
     force: bool = typer.Option(False, help="Restore even if the partitions changed after the promotion."),
 ) -> None:
     """Undo a promotion exactly (its partitions, one atomic commit), or restore a whole version."""
+    check_rollback_asked(promotion, to_version)
     rec = open_backfill(config).rollback(promotion, to_version=to_version, force=force)
     what = f"undid {rec.target}" if rec.target else f"restored version {rec.to_version}"
     out.print(

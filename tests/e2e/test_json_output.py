@@ -62,6 +62,6 @@ def test_json_is_the_only_thing_on_stdout(make_backfill: MakeBackfill, tmp_path:
     status = _cli(cfg, home, "status", "--json", env=no_java)
     assert status.returncode == 0, status.stderr[-3000:]
     assert len(published(status.stdout, "status.schema.json")) == 10
-    report = _cli(cfg, home, "report", "--out", str(tmp_path / "report"), env=no_java)
+    report = _cli(cfg, home, "report", "--report", str(tmp_path / "report"), env=no_java)
     assert report.returncode == 0, report.stderr[-3000:]
     assert (tmp_path / "report" / "report.json").is_file()
