@@ -39,9 +39,8 @@ from shadow_backfill.cli.spelling import (
     REPORT_HELP,
     Commands,
     old_option,
-    prefer,
     print_json,
-    required,
+    report_folder,
     spelled,
 )
 from shadow_backfill.cli.views import view
@@ -206,7 +205,7 @@ def report(
     out_dir: Path | None = old_option("--out"),
 ) -> None:
     """Write the HTML, JSON, Markdown and JUnit reports of the latest verdicts."""
-    folder = required(prefer(report_dir, out_dir, "--out", "--report"), "--report", "DIR")
+    folder = report_folder(report_dir, out_dir)
     paths = open_backfill(config).report(folder)
     for kind, path in paths.items():
         out.print(f"{kind:9} {path}")

@@ -10,19 +10,11 @@ from typing import TYPE_CHECKING
 import typer
 
 from shadow_backfill import command_result
+from shadow_backfill.cli import spelling
 from shadow_backfill.cli.job import Job, job_options
 from shadow_backfill.cli.output import EXIT_HELD, commands, end, out, split_partitions
 from shadow_backfill.cli.render import members, run_summary, verdict_table
 from shadow_backfill.cli.selection import Asked, selection_options
-from shadow_backfill.cli.spelling import (
-    JSON_HELP,
-    Commands,
-    old_option,
-    prefer,
-    print_json,
-    required,
-    spelled,
-)
 from shadow_backfill.cli.views import view
 from shadow_backfill.errors import UsageError
 from shadow_backfill.pipeline.preflight import check_layers
@@ -39,11 +31,11 @@ if TYPE_CHECKING:
     from shadow_backfill.state import PipelineRecord
 
 app = typer.Typer(
-    cls=Commands, no_args_is_help=True, help="Backfill several tables as one: layers in dependency order."
+    cls=spelling.Commands, no_args_is_help=True, help="Backfill several tables as one: layers in dependency order."
 )
 command = commands(app)
 PipelineArg = typer.Argument(..., metavar="PIPELINE", help="The pipeline file (YAML).", show_default=False)
-JsonOption = typer.Option(False, "--json", help=JSON_HELP)
+JsonOption = typer.Option(False, "--json", help=spelling.JSON_HELP)
 AllowWarnOption = typer.Option(
     None, "--allow-warn/--no-allow-warn", help="Promote warned partitions (default: each layer's promote.allow_warn)."
 )
@@ -161,7 +153,7 @@ def validate(asked: Asked, pipeline: Path = PipelineArg, as_json: bool = JsonOpt
     result = p.validate(keys.start, keys.end, keys.partitions)
     done = command_result.pipeline_validation(result, p.file.name)
     if as_json:
-        print_json(done.document())
+        spelling.print_json(done.document())
     else:
         say_finished(p)
         out.print(verdict_table(p.order, result))
@@ -199,7 +191,7 @@ def promote(
     result = p.promote(asked.start, asked.end, split_partitions(asked.partitions), allow_warn=allow_warn)
     done = command_result.pipeline_promotion(result, p.file.name)
     if as_json:
-        print_json(done.document())
+        spelling.print_json(done.document())
     else:
         for line in promoted(result):
             out.print(line, markup=False)
@@ -233,10 +225,10 @@ def report(
     report_dir: Path | None = typer.Option(
         None, "--report", metavar="DIR", help="Folder for pipeline.html/.json/.md and each layer's reports."
     ),
-    out_dir: Path | None = old_option("--out"),
+    out_dir: Path | None = spelling.old_option("--out"),
 ) -> None:
     """Write the pipeline's report and each layer's (no Spark)."""
-    folder = required(prefer(report_dir, out_dir, "--out", "--report"), "--report", "DIR")
+    folder = spelling.report_folder(report_dir, out_dir)
     p, chosen = open_selected(pipeline, asked)
     for kind, path in p.report(folder, chosen).items():
         out.print(f"{kind:9} {path}")
@@ -272,6 +264,6 @@ def backfill(asked: Asked, job: Job, pipeline: Path = PipelineArg, canary: str |
     end(command_result.pipeline_backfill(result, p.file.name).ending)
 
 
-spelled(app)
+spelling.spelled(app)
 
 __all__ = ["EXIT_HELD", "app"]

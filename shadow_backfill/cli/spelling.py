@@ -105,10 +105,11 @@ def prefer(new_value: T | None, old_value: T | None, old: str, new: str) -> T | 
     return new_value if new_value is not None else old_value
 
 
-def required(value: T | None, option: str, what: str) -> T:
-    """A value an option must give (now that an old spelling may give it instead)."""
+def report_folder(new_value: T | None, old_value: T | None) -> T:
+    """`--report DIR`, required, which `report` and `pipeline report` spelled `--out` (`RENAMED`)."""
+    value = prefer(new_value, old_value, "--out", "--report")
     if value is None:
-        raise UsageError(f"give {option} {what}")
+        raise UsageError("give --report DIR")
     return value
 
 
