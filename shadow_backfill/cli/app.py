@@ -351,7 +351,8 @@ def backfill(
     backfill_checks(bf, start, end, names, report_dir=job.report_dir)  # exit 2 writes nothing
     requested, to_do = bf.plan(start, end, names, force=job.force, allow_code_change=job.allow_code_change)
     if job.promote_passing and (n := bf.config.promote.canary) and n >= len(requested):
-        raise too_few(n, len(requested), name="promote.canary")  # before anything is written
+        name = "--canary" if canary is not None else "promote.canary"
+        raise too_few(n, len(requested), name=name)  # before anything is written
     with bf.holding_table("backfill"):  # the cut-off promotions and canaries it finishes too
         if job.promote_passing:
             _say_recorded(bf)
