@@ -10,6 +10,7 @@ changes apply to it. A command runs it before its first write, the state store's
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import sys
@@ -138,6 +139,58 @@ def check_transform_findable(config: BackfillConfig) -> None:
         raise ConfigError(f"transform.function: cannot import module {module!r}: {exc}") from None
     if not found:
         raise ConfigError(f"transform.function: cannot import module {module!r}: No module named {module!r}")
+    spec_of = sys.modules[module].__spec__ if module in sys.modules else importlib.util.find_spec(module)
+    origin = getattr(spec_of, "origin", None)
+    if origin and origin.endswith(".py") and Path(origin).is_file():
+        check_function_source(Path(origin), spec.function)
+
+
+def check_function_source(path: Path, target: str) -> None:
+    """The transform's function read from its module's source, not imported (see above): a
+    syntax error, a name the module does not define, a function that cannot take `(spark,
+    partitions)`. A name the source may bind in a way not read here (a star import, a module
+    `__getattr__`, a nested attribute) is left to the import, with the engine."""
+    module, _, attr = target.partition(":")
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (SyntaxError, ValueError) as exc:
+        raise ConfigError(f"transform.function: cannot import module {module!r}: {type(exc).__name__}: {exc}") from None
+    bound: dict[str, ast.stmt] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            return
+        for name in _names_bound(node):
+            bound[name] = node
+    if "." in attr or "__getattr__" in bound:
+        return
+    if attr not in bound:
+        raise ConfigError(f"transform.function: module {module!r} has no attribute {attr!r}")
+    node = bound[attr]
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        args = node.args
+        positional = len(args.posonlyargs) + len(args.args)
+        if positional < 2 and args.vararg is None:
+            raise ConfigError(
+                f"transform.function: {target!r} takes {positional} positional parameter(s): a transform "
+                "is called as fn(spark, partitions)"
+            )
+
+
+def _names_bound(node: ast.stmt) -> list[str]:
+    """The module-level names one statement binds (a def, a class, an import, an assignment);
+    statements under `if`/`try` count too: either branch may bind the name."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return [node.name]
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return [(a.asname or a.name).split(".")[0] for a in node.names]
+    if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    if isinstance(node, ast.If | ast.Try | ast.With | ast.For | ast.While):
+        inner = [*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", [])]
+        inner += [stmt for h in getattr(node, "handlers", []) for stmt in h.body]
+        return [name for stmt in inner for name in _names_bound(stmt)]
+    return [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
 
 
 def check_name(name: str, what: str) -> None:
@@ -279,13 +332,19 @@ def canary_checks(
 def rollback_checks(
     bf: CommandTarget, promotion_id: str | None = None, *, to_version: int | None = None, **_: Any
 ) -> None:
-    if (promotion_id is None) == (to_version is None):
-        raise UsageError("give exactly one of --promotion ID or --to-version V")
+    check_rollback_asked(promotion_id, to_version)
     bf.require_live()
     if to_version is not None:
         check_version(bf.table.fmt, bf.table.live_table, to_version)
     if promotion_id is not None:
         check_promotion_known(bf, promotion_id)
+
+
+def check_rollback_asked(promotion_id: str | None, to_version: int | None) -> None:
+    """A rollback names one thing to undo: told before the engine starts (the CLI) and again by
+    the API's own checks."""
+    if (promotion_id is None) == (to_version is None):
+        raise UsageError("give exactly one of --promotion ID or --to-version V")
 
 
 def check_promotion_known(bf: CommandTarget, promotion_id: str) -> None:

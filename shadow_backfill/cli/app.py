@@ -7,6 +7,7 @@ summary lines in `render.py`.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,7 +15,6 @@ import typer
 
 from shadow_backfill.cli.job import Job, job_options
 from shadow_backfill.cli.output import (
-    OneLineErrors,
     commands,
     out,
     recompute_progress,
@@ -34,23 +34,43 @@ from shadow_backfill.cli.render import (
     run_summary,
 )
 from shadow_backfill.cli.selection import Asked, check_first, selection_options
+from shadow_backfill.cli.spelling import (
+    JSON_HELP,
+    REPORT_HELP,
+    Commands,
+    old_option,
+    print_json,
+    report_folder,
+    spelled,
+)
 from shadow_backfill.cli.views import view
 from shadow_backfill.config import load_config
 from shadow_backfill.errors import UsageError
 from shadow_backfill.formats import FORMATS, format_names
-from shadow_backfill.preflight import backfill_checks, canary_checks, promote_checks
+from shadow_backfill.preflight import (
+    backfill_checks,
+    canary_checks,
+    check_before_engine,
+    check_rollback_asked,
+    promote_checks,
+)
+from shadow_backfill.selection import Selection
 from shadow_backfill.timebox import stop_on_sigterm
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
     from shadow_backfill.api import Backfill
-    from shadow_backfill.cli.selection import Selection
     from shadow_backfill.config import BackfillConfig
     from shadow_backfill.timebox import TimeBox
 
+if TYPE_CHECKING:
+    FormatName = str
+else:  # an Enum, so `demo --help` lists the choices and Click refuses any other
+    FormatName = Enum("FormatName", {name: name for name in format_names()}, type=str)
+
 app = typer.Typer(
-    cls=OneLineErrors,
+    cls=Commands,
     no_args_is_help=True,
     add_completion=False,
     help="Recompute partitions into a shadow table, validate them, and promote only what passes.",
@@ -59,8 +79,17 @@ app = typer.Typer(
 app.add_typer(pipeline_app, name="pipeline")
 
 command = commands(app)
-ConfigArg = typer.Argument(..., help="The backfill config (YAML).", show_default=False)
-JsonListOption = typer.Option(False, "--json", help="Print a JSON list instead of a table.")
+ConfigArg = typer.Argument(..., metavar="CONFIG", help="The backfill config (YAML).", show_default=False)
+JsonListOption = typer.Option(False, "--json", help=JSON_HELP)
+AllowWarnOption = typer.Option(
+    None, "--allow-warn/--no-allow-warn", help="Promote warned partitions (default: promote.allow_warn)."
+)
+CanaryOption = typer.Option(
+    None,
+    "--canary",
+    min=1,
+    help="Promote the N earliest first, check them on live, then the rest (default: promote.canary).",
+)
 
 
 def _print_version(value: bool) -> None:
@@ -82,11 +111,17 @@ def _options(
     show_warnings()
 
 
-def open_backfill(config: Path, check: Callable[[BackfillConfig], None] | None = None) -> Backfill:
+def open_backfill(
+    config: Path, check: Callable[[BackfillConfig], None] | None = None, **promote: bool | int | None
+) -> Backfill:
     """The config is read and checked before PySpark is imported: a bad config is named in a
     fraction of a second, and the CLI's error lines are tested without PySpark (unit tier).
-    `check`: the command's own checks that need no engine (`selection.check_first`)."""
+    `check`: the command's own checks that need no engine (`selection.check_first`); `promote`:
+    the `promote` settings the command's options override (`--allow-warn`, `--canary`)."""
     checked = load_config(config)
+    given = {k: v for k, v in promote.items() if v is not None}
+    if given:
+        checked = checked.model_copy(update={"promote": checked.promote.model_copy(update=given)})
     if check is not None:
         check(checked)
     from shadow_backfill.api import Backfill
@@ -97,32 +132,22 @@ def open_backfill(config: Path, check: Callable[[BackfillConfig], None] | None =
 @command
 @selection_options("First partition, e.g. 2024-01-01.")
 @job_options("Chunks written at once (default: config).", "Rewrite partitions that are already written.")
-def run(
-    asked: Asked,
-    job: Job,
-    config: Path = ConfigArg,
-    chunk_size: int | None = typer.Option(None, min=1, help="Partitions per Spark job (default: auto)."),
-    allow_code_change: bool = typer.Option(
-        False, help="Allow a changed transform to rewrite partitions of the same shadow version."
-    ),
-) -> None:
+def run(asked: Asked, job: Job, config: Path = ConfigArg) -> None:
     """Recompute partitions into the shadow table (resumable: written partitions are skipped)."""
     job.check(asked)
     bf, box, chosen = job.start(open_backfill(config, lambda cfg: check_first(cfg, asked)), asked)
     if job.dry_run:
-        show_dry_run(bf, chosen, job, chunk_size=chunk_size, allow_code_change=allow_code_change)
+        show_dry_run(bf, chosen, job)
         return
     start, end, names = chosen.start, chosen.end, chosen.partitions
     # the plan runs every check first (exit 2 writes nothing); the run then holds the table
-    _requested, to_do = bf.plan(start, end, names, force=job.force, allow_code_change=allow_code_change)
+    _requested, to_do = bf.plan(start, end, names, force=job.force, allow_code_change=job.allow_code_change)
     with recomputing(bf, box, len(to_do)) as advance:
         result = bf.run(
             start,
             end,
             names,
             **job.knobs(),
-            chunk_size=chunk_size,
-            allow_code_change=allow_code_change,
             on_progress=advance,
             timebox=box,
         )
@@ -130,19 +155,9 @@ def run(
     fail_if_incomplete(result, bf.live_table)
 
 
-def show_dry_run(
-    bf: Backfill, chosen: Selection, job: Job, *, chunk_size: int | None = None, allow_code_change: bool = False
-) -> None:
+def show_dry_run(bf: Backfill, chosen: Selection, job: Job) -> None:
     """Print what a run over `chosen` would do (a table, or with `--json` one document)."""
-    plan = bf.dry_run(
-        chosen.start,
-        chosen.end,
-        chosen.partitions,
-        **job.knobs(),
-        chunk_size=chunk_size,
-        allow_code_change=allow_code_change,
-        window=chosen.window,
-    )
+    plan = bf.dry_run(chosen.start, chosen.end, chosen.partitions, **job.knobs(), window=chosen.window)
     view(job.as_json).run_plan(plan)
 
 
@@ -168,23 +183,30 @@ def status(
 
 @command
 @selection_options("First partition (default: every recomputed partition).")
-def validate(asked: Asked, config: Path = ConfigArg) -> None:
+def validate(asked: Asked, config: Path = ConfigArg, as_json: bool = JsonListOption) -> None:
     """Validate shadow partitions (suites + drift against live); exit 1 if any fails, 3 if some only warn."""
     asked.check()
     bf = open_backfill(config, lambda cfg: check_first(cfg, asked, required=False, live=False))
     chosen = asked.resolve(bf)
     result = bf.validate(chosen.start, chosen.end, chosen.partitions)
-    print_verdicts(result)
+    if as_json:
+        from shadow_backfill.command_result import table_validation
+
+        print_json(table_validation(result, bf.live_table).document())
+    else:
+        print_verdicts(result)
     exit_for_verdicts(result, bf.live_table)
 
 
 @command
 def report(
     config: Path = ConfigArg,
-    out_dir: Path = typer.Option(..., "--out", help="Folder for report.html, report.json, report.md, junit.xml."),
+    report_dir: Path | None = typer.Option(None, "--report", metavar="DIR", help=REPORT_HELP, show_default=False),
+    out_dir: Path | None = old_option("--out"),
 ) -> None:
     """Write the HTML, JSON, Markdown and JUnit reports of the latest verdicts."""
-    paths = open_backfill(config).report(out_dir)
+    folder = report_folder(report_dir, out_dir)
+    paths = open_backfill(config).report(folder)
     for kind, path in paths.items():
         out.print(f"{kind:9} {path}")
 
@@ -196,24 +218,30 @@ def promote(
         None, help="Comma-separated partitions (all-or-nothing); default: every validated partition that passed."
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan; write nothing."),
-    allow_warn: bool | None = typer.Option(None, "--allow-warn/--no-allow-warn", help="Promote warned partitions."),
-    canary: int | None = typer.Option(
-        None,
-        "--canary",
-        min=1,
-        help="Promote the N earliest first, check them on live, then the rest (default: promote.canary).",
-    ),
+    as_json: bool = typer.Option(False, "--json", help="With --dry-run: print the plan as one JSON document."),
+    allow_warn: bool | None = AllowWarnOption,
+    canary: int | None = CanaryOption,
 ) -> None:
     """Promote passing shadow partitions into the live table in ONE atomic commit."""
+    if as_json and not dry_run:
+        raise UsageError("--json goes with --dry-run (a promotion prints its summary)")
     names = split_partitions(partitions)
-    n = canary or load_config(config).promote.canary
+    cfg = load_config(config)
+    check_before_engine(cfg, Selection(partitions=names), required=False, live=False)
+    n = canary or cfg.promote.canary
     if not dry_run and n is not None and names is not None and n >= len(set(names)):
         from shadow_backfill.state.canaries import too_few  # SQLAlchemy: not for every command's start
 
         raise too_few(n, len(set(names)))  # before Spark starts: the names are the promotion
     bf = open_backfill(config).for_dry_run() if dry_run else open_backfill(config)
     if dry_run:
-        print_plan(bf.plan_promotion(names, allow_warn=allow_warn), dry_run=True)
+        plan = bf.plan_promotion(names, allow_warn=allow_warn)
+        if as_json:
+            from shadow_backfill.documents.cli import PromotionPlanDoc
+
+            print_json(PromotionPlanDoc.of(plan, bf.live_table))
+        else:
+            print_plan(plan, dry_run=True)
         return
     if n is not None:
         canary_checks(bf, n, names, allow_warn=allow_warn)  # exit 2 writes nothing
@@ -250,6 +278,7 @@ def rollback(
     force: bool = typer.Option(False, help="Restore even if the partitions changed after the promotion."),
 ) -> None:
     """Undo a promotion exactly (its partitions, one atomic commit), or restore a whole version."""
+    check_rollback_asked(promotion, to_version)
     rec = open_backfill(config).rollback(promotion, to_version=to_version, force=force)
     what = f"undid {rec.target}" if rec.target else f"restored version {rec.to_version}"
     out.print(
@@ -298,10 +327,20 @@ def history(
     "Recompute partitions that are already written.",
     report="Report folder (default: report/ beside the config).",
 )
-def backfill(asked: Asked, job: Job, config: Path = ConfigArg) -> None:
+def backfill(
+    asked: Asked,
+    job: Job,
+    config: Path = ConfigArg,
+    allow_warn: bool | None = AllowWarnOption,
+    canary: int | None = CanaryOption,
+) -> None:
     """The main job: recompute -> validate -> promote what passed -> report."""
     job.check(asked)
-    opened = open_backfill(config, lambda cfg: check_first(cfg, asked, report_dir=job.report_to(cfg.base_dir)))
+
+    def checks(cfg: BackfillConfig) -> None:
+        check_first(cfg, asked, report_dir=job.report_to(cfg.base_dir))
+
+    opened = open_backfill(config, checks, allow_warn=allow_warn, canary=canary)
     bf, box, chosen = job.start(opened, asked)
     if job.dry_run:
         show_dry_run(bf, chosen, job)
@@ -310,9 +349,10 @@ def backfill(asked: Asked, job: Job, config: Path = ConfigArg) -> None:
 
     start, end, names = chosen.start, chosen.end, chosen.partitions
     backfill_checks(bf, start, end, names, report_dir=job.report_dir)  # exit 2 writes nothing
-    requested, to_do = bf.plan(start, end, names, force=job.force)
+    requested, to_do = bf.plan(start, end, names, force=job.force, allow_code_change=job.allow_code_change)
     if job.promote_passing and (n := bf.config.promote.canary) and n >= len(requested):
-        raise too_few(n, len(requested), name="promote.canary")  # before anything is written
+        name = "--canary" if canary is not None else "promote.canary"
+        raise too_few(n, len(requested), name=name)  # before anything is written
     with bf.holding_table("backfill"):  # the cut-off promotions and canaries it finishes too
         if job.promote_passing:
             _say_recorded(bf)
@@ -324,9 +364,11 @@ def backfill(asked: Asked, job: Job, config: Path = ConfigArg) -> None:
 
 @command
 def demo(
-    directory: Path = typer.Argument(..., help="Folder for the demo (created if missing)."),
-    format: str = typer.Option(
-        format_names()[0], "--format", help="; ".join(f"{s.name}: {s.summary}" for s in FORMATS.values())
+    directory: Path = typer.Argument(..., metavar="DIRECTORY", help="Folder for the demo (created if missing)."),
+    format: FormatName = typer.Option(
+        format_names()[0],
+        "--format",
+        help="; ".join(f"{s.name}: {s.summary}" for s in FORMATS.values()),
     ),
     days: int = typer.Option(60, min=2, max=366, help="Daily partitions in the demo's live table."),
     run_recompute: bool = typer.Option(True, "--run/--no-run", help="Also recompute the range into the shadow."),
@@ -337,9 +379,7 @@ def demo(
     """Write a self-contained example (live table, v2 transform, config, suite) and recompute it."""
     from shadow_backfill.demo import demo_range, seed_live_table, write_demo
 
-    if format not in FORMATS:
-        raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not {format!r}")
-    cfg = write_demo(directory, format, days, remote=remote)
+    cfg = write_demo(directory, str(getattr(format, "value", format)), days, remote=remote)
     bf = seed_live_table(cfg, days)
     start, end = demo_range(days)
     out.print(f"live table {bf.live_table}: {days} daily partitions {start}..{end} (v1 logic)")
@@ -357,6 +397,9 @@ def demo(
         paths = bf.report(directory / "report")
         out.print(f"report: {paths['html']}")
     out.print(f"config: {cfg}\nnext: shadow-backfill status {cfg}")
+
+
+spelled(app)
 
 
 def main() -> None:

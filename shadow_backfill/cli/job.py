@@ -21,6 +21,10 @@ if TYPE_CHECKING:
 
 DryRunOption = typer.Option(False, "--dry-run", help="Print the plan (from metadata); write nothing.")
 JsonOption = typer.Option(False, "--json", help="With --dry-run: print the plan as one JSON document.")
+ChunkSizeOption = typer.Option(None, min=1, help="Partitions per Spark job (default: auto).")
+CodeChangeOption = typer.Option(
+    False, help="Allow a changed transform to rewrite partitions of the same shadow version."
+)
 _PROMOTE = "--no-promote stops after the report."
 
 T = TypeVar("T", bound="Target")
@@ -39,6 +43,8 @@ class Knobs(TypedDict):
 
     max_parallel: int | None
     force: bool
+    chunk_size: int | None
+    allow_code_change: bool
 
 
 class BackfillKnobs(Knobs):
@@ -63,6 +69,8 @@ class Job:
     until: str | None = None
     max_duration: str | None = None
     promote_partial: bool = False
+    chunk_size: int | None = None
+    allow_code_change: bool = False
 
     def check(self, asked: Asked) -> None:
         """Options that cannot go together, or are malformed, refused (exit 2) before the
@@ -77,7 +85,12 @@ class Job:
 
     def knobs(self) -> Knobs:
         """The options for the facade's call (`bf.run(..., **job.knobs())`): named once here."""
-        return Knobs(max_parallel=self.max_parallel, force=self.force)
+        return Knobs(
+            max_parallel=self.max_parallel,
+            force=self.force,
+            chunk_size=self.chunk_size,
+            allow_code_change=self.allow_code_change,
+        )
 
     def backfill_knobs(self) -> BackfillKnobs:
         """The options for a table's or a pipeline's `backfill`."""
@@ -103,11 +116,13 @@ def job_options(max_parallel: str, force: str, *, report: str | None = None) -> 
     options: list[Option] = [
         ("max_parallel", int | None, typer.Option(None, min=1, help=max_parallel)),
         ("force", bool, typer.Option(False, help=force)),
+        ("chunk_size", int | None, ChunkSizeOption),
+        ("allow_code_change", bool, CodeChangeOption),
     ]
     if report is not None:
         options += [
             ("promote_passing", bool, typer.Option(True, "--promote/--no-promote", help=_PROMOTE)),
-            ("report_dir", Path | None, typer.Option(None, "--report", help=report)),
+            ("report_dir", Path | None, typer.Option(None, "--report", metavar="DIR", help=report)),
         ]
     options += [
         ("dry_run", bool, DryRunOption),

@@ -10,15 +10,9 @@ from typing import TYPE_CHECKING
 import typer
 
 from shadow_backfill import command_result
+from shadow_backfill.cli import spelling
 from shadow_backfill.cli.job import Job, job_options
-from shadow_backfill.cli.output import (
-    EXIT_HELD,
-    OneLineErrors,
-    commands,
-    end,
-    out,
-    split_partitions,
-)
+from shadow_backfill.cli.output import EXIT_HELD, commands, end, out, split_partitions
 from shadow_backfill.cli.render import members, run_summary, verdict_table
 from shadow_backfill.cli.selection import Asked, selection_options
 from shadow_backfill.cli.views import view
@@ -37,10 +31,14 @@ if TYPE_CHECKING:
     from shadow_backfill.state import PipelineRecord
 
 app = typer.Typer(
-    cls=OneLineErrors, no_args_is_help=True, help="Backfill several tables as one: layers in dependency order."
+    cls=spelling.Commands, no_args_is_help=True, help="Backfill several tables as one: layers in dependency order."
 )
 command = commands(app)
-PipelineArg = typer.Argument(..., help="The pipeline file (YAML).", show_default=False)
+PipelineArg = typer.Argument(..., metavar="PIPELINE", help="The pipeline file (YAML).", show_default=False)
+JsonOption = typer.Option(False, "--json", help=spelling.JSON_HELP)
+AllowWarnOption = typer.Option(
+    None, "--allow-warn/--no-allow-warn", help="Promote warned partitions (default: each layer's promote.allow_warn)."
+)
 _PARALLEL = "Chunks in flight at once across the pipeline."
 # Taken only to refuse it in words: a user who knows `promote --canary` tries it on a pipeline,
 # and "no such option" would not say why there is none.
@@ -147,15 +145,19 @@ def run(asked: Asked, job: Job, pipeline: Path = PipelineArg) -> None:
 
 @command
 @selection_options("First partition (default: every recomputed one).")
-def validate(asked: Asked, pipeline: Path = PipelineArg) -> None:
+def validate(asked: Asked, pipeline: Path = PipelineArg, as_json: bool = JsonOption) -> None:
     """Validate every layer and judge each partition across layers; exit 1 if any fails, 3 if some warn."""
     asked.check()
     p = open_pipeline(pipeline, first_checks(asked, required=False))
     keys = asked.resolve(p)
     result = p.validate(keys.start, keys.end, keys.partitions)
-    say_finished(p)
-    out.print(verdict_table(p.order, result))
-    end(command_result.pipeline_validation(result, p.file.name).ending)
+    done = command_result.pipeline_validation(result, p.file.name)
+    if as_json:
+        spelling.print_json(done.document())
+    else:
+        say_finished(p)
+        out.print(verdict_table(p.order, result))
+    end(done.ending)
 
 
 @command
@@ -163,7 +165,7 @@ def validate(asked: Asked, pipeline: Path = PipelineArg) -> None:
 def status(
     asked: Asked,
     pipeline: Path = PipelineArg,
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: bool = JsonOption,
 ) -> None:
     """Each partition's verdict in every layer and for the pipeline (from the state store; no Spark)."""
     p, chosen = open_selected(pipeline, asked)
@@ -179,16 +181,21 @@ def status(
 def promote(
     asked: Asked,
     pipeline: Path = PipelineArg,
-    allow_warn: bool | None = typer.Option(None, "--allow-warn/--no-allow-warn", help="Promote warned partitions."),
+    allow_warn: bool | None = AllowWarnOption,
+    as_json: bool = JsonOption,
     canary: str | None = NoCanaryOption,
 ) -> None:
     """Promote what passed in every layer: one commit per layer, upstream first, undone together on failure."""
     refuse_canary(canary)
     p = open_pipeline(pipeline, first_checks(asked, required=False))
     result = p.promote(asked.start, asked.end, split_partitions(asked.partitions), allow_warn=allow_warn)
-    for line in promoted(result):
-        out.print(line, markup=False)
-    end(command_result.pipeline_promotion(result, p.file.name).ending)
+    done = command_result.pipeline_promotion(result, p.file.name)
+    if as_json:
+        spelling.print_json(done.document())
+    else:
+        for line in promoted(result):
+            out.print(line, markup=False)
+    end(done.ending)
 
 
 @command
@@ -204,9 +211,7 @@ def rollback(
 
 
 @command
-def history(
-    pipeline: Path = PipelineArg, as_json: bool = typer.Option(False, "--json", help="Print a JSON list.")
-) -> None:
+def history(pipeline: Path = PipelineArg, as_json: bool = JsonOption) -> None:
     """The pipeline's promotions and rollbacks of the set, oldest first (no Spark)."""
     recs = open_pipeline(pipeline).history()
     view(as_json).pipeline_history(recs)
@@ -217,11 +222,15 @@ def history(
 def report(
     asked: Asked,
     pipeline: Path = PipelineArg,
-    out_dir: Path = typer.Option(..., "--out", help="Folder for pipeline.html/.json/.md and each layer's reports."),
+    report_dir: Path | None = typer.Option(
+        None, "--report", metavar="DIR", help="Folder for pipeline.html/.json/.md and each layer's reports."
+    ),
+    out_dir: Path | None = spelling.old_option("--out"),
 ) -> None:
     """Write the pipeline's report and each layer's (no Spark)."""
+    folder = spelling.report_folder(report_dir, out_dir)
     p, chosen = open_selected(pipeline, asked)
-    for kind, path in p.report(out_dir, chosen).items():
+    for kind, path in p.report(folder, chosen).items():
         out.print(f"{kind:9} {path}")
 
 
@@ -254,5 +263,7 @@ def backfill(asked: Asked, job: Job, pipeline: Path = PipelineArg, canary: str |
         out.print(f"report: {result.reports['html']}")
     end(command_result.pipeline_backfill(result, p.file.name).ending)
 
+
+spelling.spelled(app)
 
 __all__ = ["EXIT_HELD", "app"]

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from shadow_backfill.document import schema_text as report_schema_text
-from shadow_backfill.documents.cli import HistoryDoc, RunPlanDoc, StatusDoc
+from shadow_backfill.documents.cli import HistoryDoc, PromotionPlanDoc, RunPlanDoc, StatusDoc
 from shadow_backfill.documents.command import CommandDoc
 from shadow_backfill.documents.pipeline import PipelineDoc, PipelineHistoryDoc, PipelinePlanDoc
 
@@ -31,7 +31,8 @@ PUBLISHED: dict[str, tuple[type[BaseModel], str]] = {
     "pipeline.schema.json": (PipelineDoc, "pipeline.json and shadow-backfill pipeline status --json"),
     "pipeline-plan.schema.json": (PipelinePlanDoc, "shadow-backfill pipeline run|backfill --dry-run --json"),
     "pipeline-history.schema.json": (PipelineHistoryDoc, "shadow-backfill pipeline history --json"),
-    "command.schema.json": (CommandDoc, "what a command did (command_result.CommandResult)"),
+    "command.schema.json": (CommandDoc, "what a command did (command_result.CommandResult); validate --json"),
+    "promotion-plan.schema.json": (PromotionPlanDoc, "shadow-backfill promote --dry-run --json"),
 }
 
 

@@ -10,7 +10,7 @@ whose `Z` would change the bytes scripts compare.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 from pydantic.json_schema import JsonDict
@@ -117,3 +117,35 @@ class RunPlanDoc(_Out):
     chunk_size: int
     chunks: list[list[str]] = Field(description="the chunks (one Spark job each) in the order they start")
     partitions: list[PlannedPartitionDoc]
+
+
+class PlannedRowsDoc(_Out):
+    """A partition's row counts before and after a promotion, from metadata (null: not known)."""
+
+    live: int | None = None
+    shadow: int | None = None
+
+
+class PromotionPlanDoc(_Out):
+    """`promote --dry-run --json`: what the promotion would do; nothing was written."""
+
+    live_table: str
+    live_version: int | None = Field(description="the live version the promotion expects to commit on")
+    promote: list[str] = Field(description="the partitions it would promote, in one commit")
+    refused: dict[str, str] = Field(description="partition -> why it would not be promoted")
+    shadow_versions: dict[str, int] = Field(description="partition -> the shadow version it would promote")
+    rows: dict[str, PlannedRowsDoc] = Field(description="partition -> its row counts, live and shadow")
+    validation_ids: list[str] = Field(description="the validations whose verdicts allow it")
+
+    @classmethod
+    def of(cls, plan: Any, live_table: str) -> PromotionPlanDoc:
+        """The document of a `promote.PromotionPlan` (taken as `Any`: this package imports no engine)."""
+        return cls(
+            live_table=live_table,
+            live_version=plan.live_version,
+            promote=list(plan.partitions),
+            refused=dict(plan.refused),
+            shadow_versions=dict(plan.shadow_versions),
+            rows={k: PlannedRowsDoc.model_validate(v) for k, v in plan.rows.items()},
+            validation_ids=list(plan.validation_ids),
+        )

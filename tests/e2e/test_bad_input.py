@@ -489,7 +489,7 @@ CASES = [
     ),
     Case(
         "report folder is a file",
-        ["report", "{cfg}", "--out", "{dir}/afile"],
+        ["report", "{cfg}", "--report", "{dir}/afile"],
         2,
         "report folder '{dir}/afile' is a file, not a folder",
         stage="validated",
@@ -497,7 +497,7 @@ CASES = [
     ),
     Case(
         "report folder cannot be created",
-        ["report", "{cfg}", "--out", "{dir}/afile/report"],
+        ["report", "{cfg}", "--report", "{dir}/afile/report"],
         1,
         "cannot write the report to '{dir}/afile/report': '{dir}/afile' is a file, not a folder",
         stage="validated",
@@ -505,7 +505,7 @@ CASES = [
     ),
     Case(
         "report folder on a read-only filesystem",
-        ["report", "{cfg}", "--out", "/proc/sb-report"],
+        ["report", "{cfg}", "--report", "/proc/sb-report"],
         1,
         "cannot write the report to '/proc/sb-report'",
         stage="validated",

@@ -66,6 +66,26 @@ def test_json_is_the_only_thing_on_stdout(make_backfill: MakeBackfill, tmp_path:
     status = _cli(cfg, home, "status", "--json", env=no_java)
     assert status.returncode == 0, status.stderr[-3000:]
     assert len(published(status.stdout, "status.schema.json")) == 10
-    report = _cli(cfg, home, "report", "--out", str(tmp_path / "report"), env=no_java)
+    report = _cli(cfg, home, "report", "--report", str(tmp_path / "report"), env=no_java)
     assert report.returncode == 0, report.stderr[-3000:]
     assert (tmp_path / "report" / "report.json").is_file()
+
+
+def test_validate_and_the_promotion_plan_print_published_documents(make_backfill: MakeBackfill) -> None:
+    """`validate --json` and `promote --dry-run --json`: one document each, as published."""
+    from typer.testing import CliRunner
+
+    from shadow_backfill.cli import app
+
+    bf = validated(make_backfill)
+    cfg = str(bf.config_path)  # type: ignore[attr-defined]
+    plan = CliRunner().invoke(app, ["promote", cfg, "--dry-run", "--json"])
+    assert plan.exit_code == 0, plan.output
+    doc = published(plan.stdout, "promotion-plan.schema.json")
+    assert len(doc["promote"]) == 9 and len(doc["refused"]) == 1
+    assert set(doc["rows"]) == set(doc["promote"])
+    done = CliRunner().invoke(app, ["validate", cfg, "--json"])
+    verdicts = published(done.stdout, "command.schema.json")
+    assert verdicts["command"] == "validate" and done.exit_code == verdicts["exit_code"] == 1
+    assert sorted(verdicts["judged"].values()).count("fail") == 1
+    assert bf.store.promotions(bf.live_table) == [], "a dry run promoted"

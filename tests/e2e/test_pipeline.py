@@ -167,7 +167,7 @@ def test_the_cli_runs_a_pipeline_whose_sql_layer_reads_a_view(make_backfill: Mak
     one = ["--start", STAGING_BROKEN, "--end", STAGING_BROKEN]
     narrowed = published(cli.invoke(app, ["pipeline", "status", path, *one, "--json"]).stdout, "pipeline.schema.json")
     assert [p["partition"] for p in narrowed["partitions"]] == [STAGING_BROKEN]
-    written = cli.invoke(app, ["pipeline", "report", path, "--out", str(tmp_path / "one"), *one])
+    written = cli.invoke(app, ["pipeline", "report", path, "--report", str(tmp_path / "one"), *one])
     assert written.exit_code == 0, written.output
     doc = published((tmp_path / "one" / "pipeline.json").read_text(), "pipeline.schema.json")
     assert [p["partition"] for p in doc["partitions"]] == [STAGING_BROKEN]

@@ -130,7 +130,7 @@ def test_no_password_in_any_output(tmp_path: Path, command: str, url: str, code:
     cfg = tmp_path / "backfill.yaml"
     cfg.write_text(yaml.safe_dump({**CONFIG, "state": {"url": url.replace("{dir}", str(tmp_path))}}))
     logs, reports = tmp_path / "logs", tmp_path / "report"
-    args = [command, str(cfg), *(["--out", str(reports)] if command == "report" else [])]
+    args = [command, str(cfg), *(["--report", str(reports)] if command == "report" else [])]
     result = CliRunner().invoke(app, args, env={"SHADOW_BACKFILL_LOG_DIR": str(logs)})
     assert result.exit_code == code, result.output
     assert words.replace("{dir}", str(tmp_path)) in result.stderr, result.output

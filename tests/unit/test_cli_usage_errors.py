@@ -58,7 +58,7 @@ def _cases() -> list[pytest.param]:
             "run", ["--max-parallel", "0"], {}, "invalid value for '--max-parallel'", id="run --max-parallel 0"
         ),
         pytest.param("run", ["--lst", "3"], {}, "no such option: --lst", id="unknown option"),
-        pytest.param("report", [], {}, "missing option '--out'", id="missing option"),
+        pytest.param("report", [], {}, "give --report DIR", id="missing option"),
         pytest.param("backfill", ["--last", "many"], {}, "invalid value for '--last'", id="not a number"),
     ]
     return cases

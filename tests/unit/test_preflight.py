@@ -5,6 +5,7 @@ asserts one `error:` line naming the culprit and a folder that holds exactly wha
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,8 @@ from support.configs import sql_config
 from typer.testing import CliRunner
 
 from shadow_backfill.cli import app
+from shadow_backfill.errors import ConfigError
+from shadow_backfill.preflight import check_function_source
 
 SECRET = "Pre-Fl1ght-Pw"
 LONG = "k" * 256
@@ -147,3 +150,31 @@ def test_a_pipeline_refuses_a_bad_selection_before_anything_exists(tmp_path: Pat
 def test_a_later_layers_missing_transform_is_found_before_the_first_layer_runs(tmp_path: Path) -> None:
     path = _pipeline(tmp_path, staging={}, features={"transform": {"function": "sb_no_such_module:fn"}})
     _refused(tmp_path, ["pipeline", "backfill", str(path), *RANGE], "cannot import module 'sb_no_such_module'")
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "words"),
+    [
+        ("def f(spark, keys):\n    pass\n", "m:f", None),
+        ("try:\n    from x import f\nexcept ImportError:\n    f = None\n", "m:f", None),
+        ("from helpers import *\n", "m:anything", None),
+        ("def __getattr__(name):\n    return name\n", "m:lazy", None),
+        ("def g(*args):\n    pass\n", "m:g", None),
+        ("class C:\n    pass\n", "m:C.f", None),
+        ("def f(spark, keys):\n    pass\n", "m:nope", "has no attribute 'nope'"),
+        ("def f(spark):\n    pass\n", "m:f", "takes 1 positional parameter(s)"),
+        ("def f(:\n", "m:f", "SyntaxError"),
+    ],
+)
+def test_the_transform_function_is_read_from_its_source(
+    tmp_path: Path, source: str, target: str, words: str | None
+) -> None:
+    """Read, not imported: what the source surely lacks is refused; what it may bind another
+    way (a star import, a module `__getattr__`, a nested name) is left to the import."""
+    path = tmp_path / "m.py"
+    path.write_text(source)
+    if words is None:
+        check_function_source(path, target)
+        return
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        check_function_source(path, target)
