@@ -36,6 +36,7 @@ from shadow_backfill.preflight import (
     rollback_checks,
     run_checks,
 )
+from shadow_backfill.progress import Progress, whole_step
 from shadow_backfill.promote import Promoter, PromotionPlan
 from shadow_backfill.recompute import ProgressCallback, Recompute, RunOptions
 from shadow_backfill.report import ReportData, write_reports
@@ -219,9 +220,9 @@ class Backfill(Commands[RunResult, RunPlan, ValidationResult, BackfillResult]):
             rows.append(row)
         return rows
 
-    def _validate(self, chosen: Selection) -> ValidationResult:
+    def _validate(self, chosen: Selection, progress: Progress) -> ValidationResult:
         validator = Validator(self.table)
-        return validator.run(validator.select(chosen.start, chosen.end, chosen.partitions))
+        return validator.run(validator.select(chosen.start, chosen.end, chosen.partitions), progress=progress)
 
     def report(self, out_dir: str | Path) -> dict[str, Path]:
         """Write HTML, JSON, Markdown and JUnit reports from the stored verdicts (no Spark needed)."""
@@ -325,8 +326,10 @@ class Backfill(Commands[RunResult, RunPlan, ValidationResult, BackfillResult]):
         passing = [k for k in job.passing if k not in already]
         result = BackfillResult(job.run, job.checked, None, None, {}, job.promote, already)
         if job.promote and passing:
-            self._promote_step(result, passing, job.policy, job.report_to)
-        result.reports = self.report(job.report_to)
+            with whole_step(job.progress, "promote", len(passing)):
+                self._promote_step(result, passing, job.policy, job.report_to)
+        with whole_step(job.progress, "report"):
+            result.reports = self.report(job.report_to)
         return result
 
     def _promote_step(

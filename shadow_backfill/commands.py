@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypedDict, TypeVar
 
+from shadow_backfill.progress import NO_PROGRESS, Progress
 from shadow_backfill.recompute import ProgressCallback, RunOptions
 from shadow_backfill.selection import Selection
 from shadow_backfill.timebox import TimeBox
@@ -105,6 +106,8 @@ class Judged(Generic[RunT, ValidationT]):
     report_to: Path
     promote: bool
     """The job is to promote (`backfill(promote=...)`)."""
+    progress: Progress = NO_PROGRESS
+    """Who follows the job: its `promote` and `report` steps."""
 
 
 class Commands(ABC, Generic[RunT, PlanT, ValidationT, BackfillT]):
@@ -148,7 +151,7 @@ class Commands(ABC, Generic[RunT, PlanT, ValidationT, BackfillT]):
         """`dry_run` on the read-only twin."""
 
     @abstractmethod
-    def _validate(self, chosen: Selection) -> ValidationT: ...
+    def _validate(self, chosen: Selection, progress: Progress) -> ValidationT: ...
 
     def _before_promoting(self) -> None:
         """What the main job settles before its run when it is to promote (nothing by default)."""
@@ -198,6 +201,7 @@ class Commands(ABC, Generic[RunT, PlanT, ValidationT, BackfillT]):
         *,
         on_progress: ProgressCallback | None = None,
         timebox: TimeBox | None = None,
+        progress: Progress = NO_PROGRESS,
         **how: Unpack[RunSettings],
     ) -> RunT:
         """Recompute partitions into the shadow table (see `shadow-backfill run`); a pipeline
@@ -205,10 +209,11 @@ class Commands(ABC, Generic[RunT, PlanT, ValidationT, BackfillT]):
         `max_parallel` chunks at once, a layer's partition waiting for its upstream ones.
         `how`: `max_parallel`, `chunk_size`, `force`, `allow_code_change` (`RunSettings`).
         `timebox`: once it says stop, no further chunk starts (the result's `stopped`,
-        `not_started`). Its checks run before the table's hold (`preflight`)."""
+        `not_started`). Its checks run before the table's hold (`preflight`). `progress`: follows
+        its `recompute` step (`shadow_backfill.progress`; a pipeline's, one per layer)."""
         chosen = Selection(start, end, partitions)
         with self._held("run", chosen):
-            return self._run(chosen, RunOptions(timebox=timebox, **how), on_progress)
+            return self._run(chosen, RunOptions(timebox=timebox, progress=progress, **how), on_progress)
 
     def dry_run(
         self,
@@ -227,15 +232,21 @@ class Commands(ABC, Generic[RunT, PlanT, ValidationT, BackfillT]):
         return planner._plan(Selection(start, end, partitions, window), RunOptions(**how))
 
     def validate(
-        self, start: str | None = None, end: str | None = None, partitions: list[str] | None = None
+        self,
+        start: str | None = None,
+        end: str | None = None,
+        partitions: list[str] | None = None,
+        *,
+        progress: Progress = NO_PROGRESS,
     ) -> ValidationT:
         """Run the validation gate (see `shadow-backfill validate`); verdicts go to the state
         store. Without partitions, every partition recomputed is validated. A pipeline validates
         every layer against its own live table, then judges each partition across the pipeline
-        (`gate.pipeline_verdicts`)."""
+        (`gate.pipeline_verdicts`). `progress`: follows its `validate` step (a pipeline's, one
+        per layer)."""
         chosen = Selection(start, end, partitions)
         with self._held("validate", chosen):
-            return self._validate(chosen)
+            return self._validate(chosen, progress)
 
     def backfill(
         self,
@@ -248,6 +259,7 @@ class Commands(ABC, Generic[RunT, PlanT, ValidationT, BackfillT]):
         on_progress: ProgressCallback | None = None,
         timebox: TimeBox | None = None,
         promote_partial: bool = False,
+        progress: Progress = NO_PROGRESS,
         **how: Unpack[RunSettings],
     ) -> BackfillT:
         """The main job: recompute -> validate -> promote what passed -> report.
@@ -262,22 +274,23 @@ class Commands(ABC, Generic[RunT, PlanT, ValidationT, BackfillT]):
         A run its `timebox` stopped is validated and promoted only with `promote_partial`, and
         then only over the partitions it finished (in every layer). A table's canary a kill left
         unchecked is finished first, and a failed one stops the job. `how`: the run's settings,
-        as for `run` (`RunSettings`)."""
+        as for `run` (`RunSettings`). `progress`: follows each step (recompute, validate,
+        promote, report), so a terminal's bar never freezes on the first."""
         chosen = Selection(start, end, partitions)
         with self._held("backfill", chosen, report_dir=report_dir):
             report_to = Path(report_dir or self._report_folder)
             policy = PromotionPolicy.of(self.configs, partial=promote_partial)
             if promote:
                 self._before_promoting()
-            run = self.run(start, end, partitions, on_progress=on_progress, timebox=timebox, **how)
+            run = self.run(start, end, partitions, on_progress=on_progress, timebox=timebox, progress=progress, **how)
             run.stopped = stop_of(run.stopped, timebox)
             if run.stopped is not None:
                 chosen = Selection.of_keys(to_judge(run.requested, run.finished, run.stopped, policy))
                 if chosen.empty:  # nothing judged: the reports of earlier verdicts stay
                     return self._judged_nothing(run, promote)
-            checked = self.validate(chosen.start, chosen.end, chosen.partitions)
+            checked = self.validate(chosen.start, chosen.end, chosen.partitions, progress=progress)
             passing = policy.passing((v.partition, v.verdict) for v in checked.verdicts)
-            return self._promote_passing(Judged(run, checked, passing, policy, report_to, promote))
+            return self._promote_passing(Judged(run, checked, passing, policy, report_to, promote, progress))
 
 
 __all__ = ["Commands", "Judged", "RunSettings", "Selection"]

@@ -25,6 +25,7 @@ from shadow_backfill.chunking import choose_chunk_size
 from shadow_backfill.errors import ConfigError, RefusedError, TableNotFoundError, TransformError, first_line
 from shadow_backfill.ledger import CODE_FINGERPRINT, KIND
 from shadow_backfill.preflight import check_live_table
+from shadow_backfill.progress import NO_PROGRESS, Progress, Step
 from shadow_backfill.results import RunResult
 from shadow_backfill.state import lock_owner
 from shadow_backfill.table import TableContext
@@ -53,6 +54,19 @@ class RunOptions:
     allow_code_change: bool = False
     timebox: TimeBox | None = None
     """Once it says stop, no further chunk starts (chunks in flight finish)."""
+    progress: Progress = NO_PROGRESS
+    """Who follows the run: a `recompute` step over the partitions it writes."""
+
+
+def counted(step: Step, on_progress: ProgressCallback | None) -> ProgressCallback:
+    """The run's callback that also advances its `recompute` step by each chunk's partitions."""
+
+    def advance(chunk: Sequence[str], outcome: str) -> None:
+        step.advance(len(chunk))
+        if on_progress is not None:
+            on_progress(chunk, outcome)
+
+    return advance
 
 
 def chunked(keys: Sequence[str], size: int) -> list[list[str]]:
@@ -134,6 +148,7 @@ class Recompute:
             result.shadow_version = (
                 self.table.fmt.current_version(self.shadow) if self.table.fmt.exists(self.shadow) else None
             )
+            options.progress.step("recompute", 0).done()
             return result
 
         owner = lock_owner(run_id)
@@ -153,8 +168,13 @@ class Recompute:
             }
             result.skipped += [k for k in to_do if k in done]
             to_do = [k for k in to_do if k not in done]
+        step = options.progress.step("recompute", len(to_do))
         try:
-            return self._run_leased(options, result, to_do, max_parallel, retries, on_progress, owner, ttl)
+            ran = self._run_leased(
+                options, result, to_do, max_parallel, retries, counted(step, on_progress), owner, ttl
+            )
+            step.done()
+            return ran
         finally:
             self.table.store.release(owner)
 

@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from shadow_backfill.cli.job import Job, job_options
+from shadow_backfill.cli.job import Job, QuietOption, job_options
 from shadow_backfill.cli.output import (
     commands,
     out,
-    recompute_progress,
     show_warnings,
     split_partitions,
 )
 from shadow_backfill.cli.pipeline import app as pipeline_app
+from shadow_backfill.cli.progress import progress_bars
 from shadow_backfill.cli.render import (
     exit_for_verdicts,
     fail_if_incomplete,
@@ -58,10 +58,11 @@ from shadow_backfill.selection import Selection
 from shadow_backfill.timebox import stop_on_sigterm
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Iterator
 
     from shadow_backfill.api import Backfill
     from shadow_backfill.config import BackfillConfig
+    from shadow_backfill.progress import Progress
     from shadow_backfill.timebox import TimeBox
 
 if TYPE_CHECKING:
@@ -141,14 +142,14 @@ def run(asked: Asked, job: Job, config: Path = ConfigArg) -> None:
         return
     start, end, names = chosen.start, chosen.end, chosen.partitions
     # the plan runs every check first (exit 2 writes nothing); the run then holds the table
-    _requested, to_do = bf.plan(start, end, names, force=job.force, allow_code_change=job.allow_code_change)
-    with recomputing(bf, box, len(to_do)) as advance:
+    bf.plan(start, end, names, force=job.force, allow_code_change=job.allow_code_change)
+    with recomputing(box, job.quiet) as progress:
         result = bf.run(
             start,
             end,
             names,
             **job.knobs(),
-            on_progress=advance,
+            progress=progress,
             timebox=box,
         )
     out.print(run_summary(result, bf.shadow_table))
@@ -162,11 +163,11 @@ def show_dry_run(bf: Backfill, chosen: Selection, job: Job) -> None:
 
 
 @contextmanager
-def recomputing(bf: Backfill, box: TimeBox, count: int) -> Iterator[Callable[[Sequence[str], str], None]]:
-    """While the shadow is written: a progress bar over its `count` partitions, and a SIGTERM
-    that stops the run at the next chunk (`stop_on_sigterm`)."""
-    with stop_on_sigterm(box), recompute_progress(bf.shadow_table, count) as advance:
-        yield advance
+def recomputing(box: TimeBox, quiet: bool) -> Iterator[Progress]:
+    """While the job runs: a progress bar per step (unless `quiet`: `cli.progress`), and a
+    SIGTERM that stops the run at the next chunk (`stop_on_sigterm`)."""
+    with stop_on_sigterm(box), progress_bars(quiet) as progress:
+        yield progress
 
 
 @command
@@ -183,12 +184,13 @@ def status(
 
 @command
 @selection_options("First partition (default: every recomputed partition).")
-def validate(asked: Asked, config: Path = ConfigArg, as_json: bool = JsonListOption) -> None:
+def validate(asked: Asked, config: Path = ConfigArg, as_json: bool = JsonListOption, quiet: bool = QuietOption) -> None:
     """Validate shadow partitions (suites + drift against live); exit 1 if any fails, 3 if some only warn."""
     asked.check()
     bf = open_backfill(config, lambda cfg: check_first(cfg, asked, required=False, live=False))
     chosen = asked.resolve(bf)
-    result = bf.validate(chosen.start, chosen.end, chosen.partitions)
+    with progress_bars(quiet or as_json) as progress:
+        result = bf.validate(chosen.start, chosen.end, chosen.partitions, progress=progress)
     if as_json:
         from shadow_backfill.command_result import table_validation
 
@@ -349,7 +351,7 @@ def backfill(
 
     start, end, names = chosen.start, chosen.end, chosen.partitions
     backfill_checks(bf, start, end, names, report_dir=job.report_dir)  # exit 2 writes nothing
-    requested, to_do = bf.plan(start, end, names, force=job.force, allow_code_change=job.allow_code_change)
+    requested, _to_do = bf.plan(start, end, names, force=job.force, allow_code_change=job.allow_code_change)
     if job.promote_passing and (n := bf.config.promote.canary) and n >= len(requested):
         name = "--canary" if canary is not None else "promote.canary"
         raise too_few(n, len(requested), name=name)  # before anything is written
@@ -357,9 +359,9 @@ def backfill(
         if job.promote_passing:
             _say_recorded(bf)
             print_finished_canaries(bf.finish_unchecked_canaries())
-        with recomputing(bf, box, len(to_do)) as advance:
-            result = bf.backfill(start, end, names, **job.backfill_knobs(), on_progress=advance, timebox=box)
-    print_backfill(result, bf.live_table)
+        with recomputing(box, job.quiet) as progress:
+            result = bf.backfill(start, end, names, **job.backfill_knobs(), progress=progress, timebox=box)
+    print_backfill(result, bf.live_table, verbose=job.verbose)
 
 
 @command
@@ -375,6 +377,7 @@ def demo(
     remote: str | None = typer.Option(
         None, "--remote", help="Run over Spark Connect: sc://host:port, or 'sail' for an embedded Sail server."
     ),
+    quiet: bool = QuietOption,
 ) -> None:
     """Write a self-contained example (live table, v2 transform, config, suite) and recompute it."""
     from shadow_backfill.demo import demo_range, seed_live_table, write_demo
@@ -384,15 +387,15 @@ def demo(
     start, end = demo_range(days)
     out.print(f"live table {bf.live_table}: {days} daily partitions {start}..{end} (v1 logic)")
     if run_recompute:
-        _requested, to_do = bf.plan(start, end)
-        with recompute_progress(bf.shadow_table, len(to_do)) as advance:
-            result = bf.run(start, end, on_progress=advance)
+        with progress_bars(quiet) as progress:
+            result = bf.run(start, end, progress=progress)
         out.print(
             f"shadow table {bf.shadow_table}: {len(result.written)} written, {len(result.skipped)} skipped, "
             f"{len(result.failed)} failed; version {result.shadow_version}"
         )
         fail_if_incomplete(result)
-        verdicts = bf.validate()
+        with progress_bars(quiet) as progress:
+            verdicts = bf.validate(progress=progress)
         print_verdicts(verdicts)
         paths = bf.report(directory / "report")
         out.print(f"report: {paths['html']}")

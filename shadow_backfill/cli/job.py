@@ -26,6 +26,8 @@ CodeChangeOption = typer.Option(
     False, help="Allow a changed transform to rewrite partitions of the same shadow version."
 )
 _PROMOTE = "--no-promote stops after the report."
+QuietOption = typer.Option(False, "--quiet", "-q", help="No progress bars on stderr (none is drawn off a terminal).")
+VerboseOption = typer.Option(False, "--verbose", "-v", help="Also print every partition's verdict.")
 
 T = TypeVar("T", bound="Target")
 
@@ -71,6 +73,8 @@ class Job:
     promote_partial: bool = False
     chunk_size: int | None = None
     allow_code_change: bool = False
+    quiet: bool = False
+    verbose: bool = False
 
     def check(self, asked: Asked) -> None:
         """Options that cannot go together, or are malformed, refused (exit 2) before the
@@ -131,5 +135,6 @@ def job_options(max_parallel: str, force: str, *, report: str | None = None) -> 
         ("max_duration", str | None, MaxDurationOption),
     ]
     if report is not None:
-        options.append(("promote_partial", bool, PromotePartialOption))
+        options += [("promote_partial", bool, PromotePartialOption), ("verbose", bool, VerboseOption)]
+    options.append(("quiet", bool, QuietOption))
     return option_group("job", Job, options, after_argument=False)

@@ -18,15 +18,12 @@ import tempfile
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
 from typer.core import TyperGroup
 
@@ -225,24 +222,3 @@ def split_partitions(partitions: str | None) -> list[str] | None:
     if not items:
         raise UsageError("--partitions is empty")
     return items
-
-
-@contextmanager
-def recompute_progress(table: str, total: int) -> Iterator[Callable[[Sequence[str], str], None]]:
-    """A progress bar over the partitions to recompute; yields the runner's progress callback."""
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("[bold]recompute[/] {task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=False,
-        disable=not console.is_terminal,
-    ) as progress:
-        task = progress.add_task(escape(table), total=total)
-
-        def advance(chunk: Sequence[str], outcome: str) -> None:
-            progress.advance(task, len(chunk))
-
-        yield advance

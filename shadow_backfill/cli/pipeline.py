@@ -11,9 +11,10 @@ import typer
 
 from shadow_backfill import command_result
 from shadow_backfill.cli import spelling
-from shadow_backfill.cli.job import Job, job_options
+from shadow_backfill.cli.job import Job, QuietOption, job_options
 from shadow_backfill.cli.output import EXIT_HELD, commands, end, out, split_partitions
-from shadow_backfill.cli.render import members, run_summary, verdict_table
+from shadow_backfill.cli.progress import progress_bars
+from shadow_backfill.cli.render import members, pipeline_summary, run_summary, verdict_table
 from shadow_backfill.cli.selection import Asked, selection_options
 from shadow_backfill.cli.views import view
 from shadow_backfill.errors import UsageError
@@ -136,8 +137,8 @@ def run(asked: Asked, job: Job, pipeline: Path = PipelineArg) -> None:
     if job.dry_run:
         show_dry_run(p, keys, job)
         return
-    with stop_on_sigterm(box):
-        result = p.run(keys.start, keys.end, keys.partitions, **job.knobs(), timebox=box)
+    with stop_on_sigterm(box), progress_bars(job.quiet) as progress:
+        result = p.run(keys.start, keys.end, keys.partitions, **job.knobs(), timebox=box, progress=progress)
     say_finished(p)
     print_run(result)
     end(command_result.pipeline_run(result, p.file.name).ending)
@@ -145,12 +146,13 @@ def run(asked: Asked, job: Job, pipeline: Path = PipelineArg) -> None:
 
 @command
 @selection_options("First partition (default: every recomputed one).")
-def validate(asked: Asked, pipeline: Path = PipelineArg, as_json: bool = JsonOption) -> None:
+def validate(asked: Asked, pipeline: Path = PipelineArg, as_json: bool = JsonOption, quiet: bool = QuietOption) -> None:
     """Validate every layer and judge each partition across layers; exit 1 if any fails, 3 if some warn."""
     asked.check()
     p = open_pipeline(pipeline, first_checks(asked, required=False))
     keys = asked.resolve(p)
-    result = p.validate(keys.start, keys.end, keys.partitions)
+    with progress_bars(quiet or as_json) as progress:
+        result = p.validate(keys.start, keys.end, keys.partitions, progress=progress)
     done = command_result.pipeline_validation(result, p.file.name)
     if as_json:
         spelling.print_json(done.document())
@@ -250,13 +252,18 @@ def backfill(asked: Asked, job: Job, pipeline: Path = PipelineArg, canary: str |
     if job.dry_run:
         show_dry_run(p, keys, job)
         return
-    with stop_on_sigterm(box):
-        result = p.backfill(keys.start, keys.end, keys.partitions, **job.backfill_knobs(), timebox=box)
+    with stop_on_sigterm(box), progress_bars(job.quiet) as progress:
+        result = p.backfill(
+            keys.start, keys.end, keys.partitions, **job.backfill_knobs(), timebox=box, progress=progress
+        )
     if result.promotion is None:  # else its lines say it
         say_finished(p)
     print_run(result.run)
     if result.run.stopped is None or result.reports:  # else stopped before validation
-        out.print(verdict_table(p.order, result.validation))
+        if job.verbose:
+            out.print(verdict_table(p.order, result.validation))
+        for verdicts in pipeline_summary(result.validation):
+            out.print(verdicts)
         if result.promotion is not None:
             for line in promoted(result.promotion):
                 out.print(line, markup=False)

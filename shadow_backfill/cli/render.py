@@ -25,7 +25,8 @@ def run_summary(result: Any, label: str) -> str:
     held += f", {len(result.not_started)} not started (stopped)" if result.not_started else ""
     return (
         f"{label}: {len(result.written)} written, {len(result.skipped)} skipped (already written), "
-        f"{len(result.failed)} failed{held} in {len(result.chunks)} chunk(s); shadow version {result.shadow_version}"
+        f"{len(result.failed)} failed{held} in {len(result.chunks)} chunk(s); "
+        f"the shadow table is at version {result.shadow_version}"
     )
 
 
@@ -34,6 +35,11 @@ def print_failed(run: Any) -> None:
     errors, where a line was kept of pages of trace, go to a log file that one line names."""
     for key in sorted(run.failed)[:10]:
         console.print(Text.assemble(("failed", "red"), f" {key}: {run.failed[key]}"))
+    log_failures(run)
+
+
+def log_failures(run: Any) -> None:
+    """The run's whole errors to a log file, named on one line (nothing if none was kept)."""
     if run.details:
         # One chunk's partitions share one error: written once, under the partitions it failed.
         keys_by_error: dict[str, list[str]] = {}
@@ -88,7 +94,10 @@ def exit_for_verdicts(result: Any, target: str = "") -> None:
 
 
 def print_verdicts(result: Any) -> None:
-    table = Table(title=f"validation {result.validation_id}: shadow version {result.shadow_version}")
+    table = Table(
+        title=f"validation {result.validation_id}: the shadow table at version {result.shadow_version} "
+        f"against live at version {result.live_version}"
+    )
     for col in ("partition", "verdict", "rows live → shadow", "reasons"):
         table.add_column(col)
     for v in result.verdicts:
@@ -166,31 +175,71 @@ def history_table(recs: list[Any]) -> Table:
     return table
 
 
-def print_backfill(result: Any, target: str = "") -> None:
-    """The main job's result, step by step; exits 1 (one error line) if anything did not pass."""
-    out.print(run_summary(result.run, "recompute"))
-    if result.validation.validation_id:
-        print_verdicts(result.validation)
-    elif result.run.stopped:
-        out.print("validate: skipped, the run was stopped (--promote-partial judges what it finished)")
+def print_backfill(result: Any, target: str = "", *, verbose: bool = False) -> None:
+    """The main job's result, what matters first (`backfill_summary`); exits 1 (one error line)
+    if anything did not pass. The recompute's full errors go to a log file one line names."""
+    if verbose:
+        out.print(run_summary(result.run, "recompute"))
+        if result.validation.validation_id:
+            print_verdicts(result.validation)
+    for line in backfill_summary(result, target):
+        out.print(line)
+    if result.canary is not None:
+        print_canary_failures(result.canary)
+    log_failures(result.run)
+    end(table_backfill(result, target).ending)
+
+
+def backfill_summary(result: Any, target: str = "") -> list[Text]:
+    """The main job in a few lines: the counts, each failed and held partition with its first
+    reason, what was promoted (with the id `rollback --promotion` takes) and the report. The
+    per-partition table is `--verbose`'s, or `validate`'s: sixty rows buried the three that
+    failed."""
+    account = table_backfill(result, target)
+    first = {v.partition: v.reasons[0].message for v in result.validation.verdicts if v.reasons}
+    failed = {
+        k: account.failed.get(k) or first.get(k, "verdict fail")
+        for k in account.selected
+        if k in account.failed or account.judged.get(k) == CheckStatus.FAIL
+    }
+    held = {k: f"{why}: {first[k]}" if k in first else why for k, why in account.held.items() if k not in failed}
+    c = account.counts
+    lines = [
+        Text(
+            f"backfill of {target or result.run.run_id}: {len(account.selected)} partition(s): {c['pass']} pass, "
+            f"{c['warn']} warn, {c['fail']} fail; {len(held)} held, {c['promoted']} promoted"
+        )
+    ]
+    lines += _listed("failed", "red", failed) + _listed("held", "yellow", held)
+    if result.run.stopped and not result.validation.validation_id:
+        lines.append(Text("validate: skipped, the run was stopped (--promote-partial judges what it finished)"))
+    lines += [Text(line) for line in _promotion_lines(result)]
+    if result.reports:
+        lines.append(Text(f"report: {result.reports['html']}"))
+    return lines
+
+
+def _listed(word: str, style: str, why: dict[str, str], most: int = 10) -> list[Text]:
+    """A line per partition with its reason, the first `most` of them."""
+    lines = [Text.assemble((word, style), f" {k}: {reason}") for k, reason in list(why.items())[:most]]
+    if len(why) > most:
+        lines.append(Text(f"… and {len(why) - most} more {word} (--verbose lists every partition)"))
+    return lines
+
+
+def _promotion_lines(result: Any) -> list[str]:
+    """What the job's last step did to live: promoted (and as which id), already live, nothing."""
+    lines = []
     if result.already_live:
         ids = ", ".join(sorted(set(result.already_live.values())))
-        out.print(f"promote: {len(result.already_live)} passing partition(s) already live from this shadow ({ids})")
+        lines.append(f"promote: {len(result.already_live)} passing partition(s) already live from this shadow ({ids})")
     if result.canary is not None:
-        canary_steps(result.canary)
-    if result.promotion is not None and result.canary is None:
-        out.print(promoted_line(result.promotion))
-    elif (
-        result.canary is None
-        and result.promote_requested
-        and not result.already_live
-        and result.validation.validation_id
-    ):
-        out.print("promote: no partition passed; live is untouched")
-    if result.reports:
-        out.print(f"report: {result.reports['html']}")
-    print_failed(result.run)
-    end(table_backfill(result, target).ending)
+        lines += canary_lines(result.canary)
+    elif result.promotion is not None:
+        lines.append(promoted_line(result.promotion))
+    elif result.promote_requested and not result.already_live and result.validation.validation_id:
+        lines.append("promote: no partition passed; live is untouched")
+    return lines
 
 
 def _rows(n: int | None) -> str:
@@ -250,13 +299,25 @@ def print_canary(result: Any, target: str = "") -> None:
     end(table_canary(result, target).ending)
 
 
+def canary_lines(result: Any) -> list[str]:
+    """A canary promotion's steps: the canary, its checks on live, the rest."""
+    passed = sum(1 for c in result.checks if c.status == CheckStatus.PASS)
+    lines = [
+        "canary: " + promoted_line(result.canary),
+        f"canary checks on live: {passed} of {len(result.checks)} passed",
+    ]
+    return lines + (["rest: " + promoted_line(result.rest)] if result.rest is not None else [])
+
+
 def canary_steps(result: Any) -> None:
     """Print a canary promotion's steps, and the failed checks if they rolled it back."""
-    out.print("canary: " + promoted_line(result.canary))
-    passed = sum(1 for c in result.checks if c.status == CheckStatus.PASS)
-    out.print(f"canary checks on live: {passed} of {len(result.checks)} passed")
-    if result.rest is not None:
-        out.print("rest: " + promoted_line(result.rest))
+    for line in canary_lines(result):
+        out.print(line)
+    print_canary_failures(result)
+
+
+def print_canary_failures(result: Any) -> None:
+    """The checks on live that rolled a canary back (the first ten), on stderr."""
     if result.rolled_back is not None:
         for c in result.failed[:10]:
             console.print(Text.assemble(("failed", "red"), f" {c.message}"))
@@ -276,6 +337,23 @@ def verdict_table(order: list[str], result: PipelineValidation) -> Table:
             Text(", ".join(v.failed_in)),
         )
     return table
+
+
+def pipeline_summary(result: PipelineValidation) -> list[Text]:
+    """A pipeline job's verdicts in a few lines: the counts, and each partition that did not
+    pass with the layers (or cross-layer checks) that held it back; the whole table is
+    `--verbose`'s, or `pipeline validate`'s."""
+    counts = {s: sum(1 for v in result.verdicts if v.verdict == s) for s in CheckStatus}
+    lines = [
+        Text(
+            f"pipeline verdicts: {len(result.verdicts)} partition(s): {counts[CheckStatus.PASS]} pass, "
+            f"{counts[CheckStatus.WARN]} warn, {counts[CheckStatus.FAIL]} fail"
+        )
+    ]
+    for status, style in ((CheckStatus.FAIL, "red"), (CheckStatus.WARN, "yellow")):
+        why = {v.partition: "in " + ", ".join(v.failed_in) for v in result.verdicts if v.verdict == status}
+        lines += _listed(str(status), style, why)
+    return lines
 
 
 def members(rec: PipelineRecord) -> str:

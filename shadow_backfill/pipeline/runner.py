@@ -35,6 +35,7 @@ from shadow_backfill.pipeline.promotion import SetPromotion
 from shadow_backfill.pipeline.results import PipelineBackfill, PipelinePromotion, PipelineRun, PipelineValidation
 from shadow_backfill.pipeline.schedule import Task, run_chunks
 from shadow_backfill.pipeline.spec import PipelineFile, load_pipeline
+from shadow_backfill.progress import Progress, whole_step
 from shadow_backfill.recompute import ProgressCallback, RunOptions
 from shadow_backfill.results import RunResult
 from shadow_backfill.run_plan import RunPlan, joined_plans
@@ -231,6 +232,7 @@ class Pipeline(Commands[PipelineRun, dict[str, RunPlan], PipelineValidation, Pip
         blocked: dict[str, dict[str, str]] = {key: {} for key in self.order}
         not_started: dict[str, list[str]] = {key: [] for key in self.order}
         leaving = threading.Lock()
+        steps = {key: options.progress.step(f"recompute {key}", len(requested)) for key in self.order}
 
         def work(task: Task) -> RunResult | None:
             key, i = task
@@ -238,12 +240,16 @@ class Pipeline(Commands[PipelineRun, dict[str, RunPlan], PipelineValidation, Pip
                 with leaving:
                     not_started[key].extend(chunks[i])
                 return None
-            return self.steps.run_chunk(key, chunks[i], blocked, options, on_progress)
+            ran = self.steps.run_chunk(key, chunks[i], blocked, options, on_progress)
+            steps[key].advance(len(chunks[i]))
+            return ran
 
         try:
             done = run_chunks(self.order, len(chunks), {k: self.file.depends_on(k) for k in self.order}, cap, work)
         finally:
             self.steps.drop_views()
+        for step in steps.values():
+            step.done()
         runs = {key: [r for (k, _), r in sorted(done.items()) if k == key and r is not None] for key in self.order}
         by_layer = {key: merged(found) for key, found in runs.items()}
         for key, result in by_layer.items():  # partitions a stop left inside a chunk that had started
@@ -278,12 +284,13 @@ class Pipeline(Commands[PipelineRun, dict[str, RunPlan], PipelineValidation, Pip
         """Chunks in flight at once across the pipeline: the option, the file, the first layer."""
         return max_parallel or self.file.spec.run.max_parallel or self.layers[self.order[0]].config.run.max_parallel
 
-    def _validate(self, chosen: Selection) -> PipelineValidation:
+    def _validate(self, chosen: Selection, progress: Progress) -> PipelineValidation:
         self._open()
         keys = self._keys(chosen, required=False)
         self._window = keys
         for key in self.order:
-            self.steps.validate_layer(key, keys)
+            with whole_step(progress, f"validate {key}", len(keys)):
+                self.steps.validate_layer(key, keys)
         return PipelineValidation(self.verdicts(keys))
 
     def verdicts(self, keys: Sequence[str] | None = None) -> list[PipelineVerdict]:
@@ -383,8 +390,13 @@ class Pipeline(Commands[PipelineRun, dict[str, RunPlan], PipelineValidation, Pip
     def _promote_passing(self, job: Judged[PipelineRun, PipelineValidation]) -> PipelineBackfill:
         """The set promotion of what passed in every layer and is not live in all."""
         fresh = self._sets.not_yet_live(job.passing) if job.promote else []
-        promotion = self.promote(partitions=fresh) if fresh else None
-        return PipelineBackfill(job.run, job.checked, promotion, self.report(job.report_to))
+        promotion = None
+        if fresh:
+            with whole_step(job.progress, "promote", len(fresh)):
+                promotion = self.promote(partitions=fresh)
+        with whole_step(job.progress, "report"):
+            reports = self.report(job.report_to)
+        return PipelineBackfill(job.run, job.checked, promotion, reports)
 
 
 __all__ = ["Pipeline"]

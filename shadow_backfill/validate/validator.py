@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shadow_backfill.errors import ConfigError, TableNotFoundError, UsageError
+from shadow_backfill.progress import NO_PROGRESS, Progress
 from shadow_backfill.results import ValidationResult
 from shadow_backfill.schema import check_declared_changes
 from shadow_backfill.state import VerdictRecord
@@ -50,8 +51,12 @@ class Validator:
             raise UsageError(f"nothing to validate: no partition of {self.table.config.shadow} has been recomputed")
         return self.table.scheme.sort(known)
 
-    def run(self, keys: Sequence[str], suites: list[Suite] | None = None) -> ValidationResult:
+    def run(
+        self, keys: Sequence[str], suites: list[Suite] | None = None, progress: Progress = NO_PROGRESS
+    ) -> ValidationResult:
+        """Judge `keys`; `progress` follows a `validate` step, a partition at a time as judged."""
         cfg = self.table.config
+        step = progress.step("validate", len(keys))
         started = time.monotonic()
         suites = load_suites(cfg) if suites is None else suites
         queries = load_queries(cfg)
@@ -96,6 +101,7 @@ class Validator:
             result.verdicts += self._judge(written, shadow, live, suites, every)
             if queries:
                 self._downstream(queries, result.verdicts, shadow, live)
+        step.advance(len(result.verdicts))
         order = {k: i for i, k in enumerate(self.table.scheme.sort(keys))}
         result.verdicts.sort(key=lambda v: order[v.partition])
         result.seconds = time.monotonic() - started
@@ -116,6 +122,7 @@ class Validator:
                 for v in result.verdicts
             ],
         )
+        step.done()
         return result
 
     def _downstream(self, queries: list[LoadedQuery], verdicts: list[PartitionVerdict], shadow: Any, live: Any) -> None:
