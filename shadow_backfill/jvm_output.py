@@ -40,8 +40,9 @@ def _user() -> str:
 
 
 def log_dir() -> Path:
-    """The CLI's log folder (the rule of `cli.output.log_dir`): $SHADOW_BACKFILL_LOG_DIR, else a
-    per-user folder in the system temp dir, writable even when the config's folder is not."""
+    """Where every log of the tool goes (the JVM's, and the CLI's full tracebacks):
+    $SHADOW_BACKFILL_LOG_DIR, else a per-user folder in the system temp dir, writable even when
+    the config's folder is the thing that is broken."""
     chosen = os.environ.get(LOG_DIR_ENV)
     return Path(chosen) if chosen else Path(tempfile.gettempdir()) / f"shadow-backfill-{_user()}" / "logs"
 

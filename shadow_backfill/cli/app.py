@@ -54,6 +54,7 @@ from shadow_backfill.preflight import (
     check_rollback_asked,
     promote_checks,
 )
+from shadow_backfill.progress import whole_step
 from shadow_backfill.selection import Selection
 from shadow_backfill.timebox import stop_on_sigterm
 
@@ -223,6 +224,7 @@ def promote(
     as_json: bool = typer.Option(False, "--json", help="With --dry-run: print the plan as one JSON document."),
     allow_warn: bool | None = AllowWarnOption,
     canary: int | None = CanaryOption,
+    quiet: bool = QuietOption,
 ) -> None:
     """Promote passing shadow partitions into the live table in ONE atomic commit."""
     if as_json and not dry_run:
@@ -252,10 +254,17 @@ def promote(
     with bf.holding_table("promote"):  # what it finishes of a kill's leftovers too
         _say_recorded(bf)
         if n is not None:
-            print_canary(bf.promote_canary(n, names, allow_warn=allow_warn), bf.live_table)
+            with progress_bars(quiet) as progress, whole_step(progress, "promote (canary first)"):
+                canaried = bf.promote_canary(n, names, allow_warn=allow_warn)
+            print_canary(canaried, bf.live_table)
             return
         print_finished_canaries(bf.finish_unchecked_canaries())
-        plan, rec = bf.promote(names, allow_warn=allow_warn)
+        with progress_bars(quiet) as progress:
+            step = progress.step("promote")
+            plan, rec = bf.promote(names, allow_warn=allow_warn)
+            if rec is not None:  # a refused promotion is no step done: its error line follows
+                step.advance(len(plan.partitions))
+                step.done()
     print_promotion(plan, rec, bf.live_table)
 
 

@@ -11,7 +11,6 @@ only ever applied through `Text` objects.
 from __future__ import annotations
 
 import functools
-import getpass
 import os
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from shadow_backfill.errors import ShadowBackfillError, ShadowBackfillWarning, UsageError, redact
+from shadow_backfill.jvm_output import log_dir
 from shadow_backfill.outcome import (
     EXIT_FAILED,
     EXIT_HELD,
@@ -43,22 +43,9 @@ out = Console(soft_wrap=True, markup=False, highlight=False)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-LOG_DIR_ENV = "SHADOW_BACKFILL_LOG_DIR"
 # Click's base exception, wherever Typer takes Click from (its own copy since 0.2x, the click
 # package before): every usage error Typer raises while parsing derives from it.
 ClickException: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
-
-
-def log_dir() -> Path:
-    """Where full tracebacks go: $SHADOW_BACKFILL_LOG_DIR, else a per-user folder in the system
-    temp dir (always writable, even when the config's folder is the thing that is broken)."""
-    if os.environ.get(LOG_DIR_ENV):
-        return Path(os.environ[LOG_DIR_ENV])
-    try:
-        user = getpass.getuser()
-    except Exception:
-        user = str(os.getpid())
-    return Path(tempfile.gettempdir()) / f"shadow-backfill-{user}" / "logs"
 
 
 def write_log(text: str) -> Path | None:

@@ -14,7 +14,7 @@ from support import END, QUIET, START, MakeBackfill, killable_cli_env, published
 from typer.testing import CliRunner
 
 from shadow_backfill.cli import app
-from shadow_backfill.cli.output import LOG_DIR_ENV
+from shadow_backfill.jvm_output import LOG_DIR_ENV
 
 # The CLI's handling does not depend on the table format: one backend per Spark engine (the
 # e2e default).
