@@ -1,4 +1,4 @@
-"""`python -m bench SCENARIO [options]`; scenarios: recompute, validate, promote, memory, gate, scale, all.
+"""`python -m bench SCENARIO [options]`; scenarios: recompute, validate, promote, memory, gate, scale, quickstart, all.
 
 `all` runs every scenario (each in a fresh process: each needs its own Spark session), then
 prints every target with its measured ratio from the JSON results in bench/results/."""
@@ -35,6 +35,7 @@ def main(argv: list[str]) -> int:
         "memory": "bench.memory_bench",
         "gate": "bench.gate_noise_bench",
         "scale": "bench.scale_bench",
+        "quickstart": "bench.quickstart_bench",
     }
     if scenario == "all":
         import subprocess

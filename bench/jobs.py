@@ -1,0 +1,84 @@
+"""Spark jobs a step ran, read from the driver's own status store (what the Spark UI shows).
+
+Wall-clock seconds on a shared machine say little; the number of Spark jobs a step runs is
+deterministic, and the time those jobs kept Spark busy (union of their spans) against the
+step's wall time says whether the step's cost is in Spark or in the driver (Python, planning,
+catalog and state-store calls). Read through py4j, so it needs a classic (not Connect) session,
+and the UI need not be enabled: the status store exists without it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class JobStats:
+    """What the jobs of one step cost: how many, their tasks, the seconds Spark was busy with
+    at least one of them (`busy_s`), and the tasks' summed run time (`task_s`)."""
+
+    jobs: int
+    tasks: int
+    busy_s: float
+    task_s: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "jobs": self.jobs,
+            "tasks": self.tasks,
+            "busy_s": round(self.busy_s, 2),
+            "task_s": round(self.task_s, 2),
+        }
+
+
+class JobLog:
+    """Job ids seen so far; `since(mark)` is the stats of the jobs after a `mark()`.
+
+    Needs `spark.ui.retainedJobs`/`retainedStages` above the jobs a run makes (the store drops
+    the oldest beyond them; the default is 1000)."""
+
+    def __init__(self, spark: Any) -> None:
+        self._sc = spark.sparkContext._jsc.sc()
+
+    def _flush(self) -> None:
+        """The status store is filled by the listener bus, asynchronously: wait until it is."""
+        self._sc.listenerBus().waitUntilEmpty()
+
+    def _jobs(self) -> list[Any]:
+        self._flush()
+        seq = self._sc.statusStore().jobsList(None)
+        return [seq.apply(i) for i in range(seq.size())]
+
+    def mark(self) -> int:
+        """The highest job id so far (-1 before the first job)."""
+        return max((j.jobId() for j in self._jobs()), default=-1)
+
+    def since(self, mark: int) -> JobStats:
+        jobs = [j for j in self._jobs() if j.jobId() > mark]
+        spans: list[tuple[float, float]] = []
+        stage_ids: set[int] = set()
+        for j in jobs:
+            start, end = j.submissionTime(), j.completionTime()
+            if start.isDefined() and end.isDefined():
+                spans.append((start.get().getTime() / 1000, end.get().getTime() / 1000))
+            ids = j.stageIds()
+            stage_ids.update(ids.apply(i) for i in range(ids.size()))
+        store = self._sc.statusStore()
+        task_ms = 0
+        for sid in stage_ids:
+            try:
+                task_ms += store.lastStageAttempt(sid).executorRunTime()
+            except Exception:  # a stage that never ran (skipped: its shuffle output was reused)
+                continue
+        return JobStats(len(jobs), sum(j.numTasks() for j in jobs), _union(spans), task_ms / 1000)
+
+
+def _union(spans: list[tuple[float, float]]) -> float:
+    """Seconds covered by at least one span (jobs of parallel threads overlap)."""
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(spans):
+        if b > end:
+            total += b - max(a, end)
+            end = b
+    return total
