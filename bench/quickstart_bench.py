@@ -106,9 +106,8 @@ def main_job(cfg_path: Path, days: int, profile: Path | None = None) -> tuple[di
 
 def fixed_cost(bf: Any, days: int) -> dict[str, Any]:
     """Warm validation of 1 partition and of all: the fixed cost and the cost per partition."""
-    from shadow_backfill.demo import demo_range
-
     from shadow_backfill import Backfill
+    from shadow_backfill.demo import demo_range
 
     bf = Backfill(bf.config, bf.spark)  # not the main job's, whose steps are wrapped
     log, keys = JobLog(bf.spark), bf.scheme.expand(*demo_range(days))
