@@ -126,6 +126,7 @@ def cli_times(workdir: Path, end: str) -> dict[str, float]:
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
     cli = [sys.executable, "-m", "shadow_backfill.cli"]
     out: dict[str, float] = {}
+    workdir.mkdir(parents=True, exist_ok=True)
     for name, args in (
         ("demo", ["demo", "demo/", "--no-run"]),
         ("backfill", ["backfill", "demo/backfill.yaml", "--start", START, "--end", end]),
