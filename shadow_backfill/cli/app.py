@@ -120,10 +120,7 @@ def open_backfill(
     fraction of a second, and the CLI's error lines are tested without PySpark (unit tier).
     `check`: the command's own checks that need no engine (`selection.check_first`); `promote`:
     the `promote` settings the command's options override (`--allow-warn`, `--canary`)."""
-    checked = load_config(config)
-    given = {k: v for k, v in promote.items() if v is not None}
-    if given:
-        checked = checked.model_copy(update={"promote": checked.promote.model_copy(update=given)})
+    checked = load_config(config).promoting(**promote)
     if check is not None:
         check(checked)
     from shadow_backfill.api import Backfill

@@ -4,6 +4,7 @@ before PySpark is imported."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,10 +55,16 @@ def refuse_canary(canary: str | None) -> None:
         )
 
 
-def open_pipeline(path: Path, check: Callable[[PipelineFile], None] | None = None) -> Pipeline:
+def open_pipeline(
+    path: Path, check: Callable[[PipelineFile], None] | None = None, *, allow_warn: bool | None = None
+) -> Pipeline:
     """The file and every layer's config read, and `check`ed (`pipeline.preflight.check_layers`),
-    before PySpark is imported."""
+    before PySpark is imported; `allow_warn` (`--allow-warn`) in place of every layer's
+    `promote.allow_warn` (a partition is promoted only if it may be in every layer)."""
     checked = load_pipeline(path)
+    if allow_warn is not None:
+        layers = {key: cfg.promoting(allow_warn=allow_warn) for key, cfg in checked.configs.items()}
+        checked = dataclasses.replace(checked, configs=layers)
     if check is not None:
         check(checked)
     from shadow_backfill.pipeline.runner import Pipeline
@@ -243,12 +250,18 @@ def report(
     "Recompute partitions that are already written.",
     report="Report folder (default: report/ beside the file).",
 )
-def backfill(asked: Asked, job: Job, pipeline: Path = PipelineArg, canary: str | None = NoCanaryOption) -> None:
+def backfill(
+    asked: Asked,
+    job: Job,
+    pipeline: Path = PipelineArg,
+    allow_warn: bool | None = AllowWarnOption,
+    canary: str | None = NoCanaryOption,
+) -> None:
     """The main job over every layer: recompute -> validate -> promote the set -> report."""
     refuse_canary(canary)
     job.check(asked)
     checks = first_checks(asked, required=True, report_dir=job.report_to(pipeline.parent))
-    p, box, keys = job.start(open_pipeline(pipeline, checks), asked)
+    p, box, keys = job.start(open_pipeline(pipeline, checks, allow_warn=allow_warn), asked)
     if job.dry_run:
         show_dry_run(p, keys, job)
         return

@@ -132,6 +132,12 @@ class BackfillConfig(Strict):
         p = Path(p)
         return p if p.is_absolute() else (self.base_dir / p).resolve()
 
+    def promoting(self, **given: bool | int | None) -> BackfillConfig:
+        """This config with the `promote` settings a command's options give (`--allow-warn`,
+        `--canary`) in place of the file's; an option not given (None) keeps the file's."""
+        chosen = {k: v for k, v in given.items() if v is not None}
+        return self.model_copy(update={"promote": self.promote.model_copy(update=chosen)}) if chosen else self
+
 
 def _field_path(loc: tuple[Any, ...]) -> str:
     return ".".join(str(x) for x in loc) or "(top level)"

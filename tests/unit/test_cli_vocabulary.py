@@ -37,7 +37,7 @@ NO_RESULT = {"demo", "report", "rollback", "gc", "pipeline rollback", "pipeline 
 # `run` have (a pipeline promotes its set in one commit per layer: no canary there).
 BACKFILL_HAS = {
     "backfill": ["--allow-warn", "--canary", "--chunk-size", "--allow-code-change", "--report", "--json"],
-    "pipeline backfill": ["--chunk-size", "--allow-code-change", "--report", "--json"],
+    "pipeline backfill": ["--allow-warn", "--chunk-size", "--allow-code-change", "--report", "--json"],
 }
 
 

@@ -48,6 +48,16 @@ def test_good_config_defaults(tmp_path: Path) -> None:
     assert cfg.run.max_parallel == 2 and cfg.run.chunk_size == "auto"
 
 
+def test_a_commands_promote_options_replace_the_files_and_only_those_given(tmp_path: Path) -> None:
+    """`--allow-warn`/`--canary` over `promote.*` (`BackfillConfig.promoting`); an option not
+    given keeps the file's value, and the file's config is left as it was."""
+    cfg = load_config(write(tmp_path, {**GOOD, "promote": {"allow_warn": True, "canary": 3}}))
+    assert cfg.promoting(allow_warn=None, canary=None) is cfg
+    chosen = cfg.promoting(allow_warn=False, canary=None)
+    assert (chosen.promote.allow_warn, chosen.promote.canary) == (False, 3)
+    assert (cfg.promote.allow_warn, cfg.promote.canary) == (True, 3)
+
+
 @pytest.mark.parametrize(
     ("change", "field", "words"),
     [
