@@ -148,25 +148,22 @@ def check_transform_findable(config: BackfillConfig) -> None:
 def check_function_source(path: Path, target: str) -> None:
     """The transform's function read from its module's source, not imported (see above): a
     syntax error, a name the module does not define, a function that cannot take `(spark,
-    partitions)`. A name the source may bind in a way not read here (a star import, a module
-    `__getattr__`, a nested attribute) is left to the import, with the engine."""
+    partitions)`. It refuses only what the import would refuse too: a source that may bind names
+    in a way not read here (a star import, a module `__getattr__`, `global`, `globals()`,
+    `setattr`, `exec`, `sys.modules`), a nested attribute, or a decorated function (the
+    decorator may change the signature) is left to the import, with the engine."""
     module, _, attr = target.partition(":")
     try:
         tree = ast.parse(path.read_bytes(), filename=str(path))
     except (SyntaxError, ValueError) as exc:
         raise ConfigError(f"transform.function: cannot import module {module!r}: {type(exc).__name__}: {exc}") from None
-    bound: dict[str, ast.stmt] = {}
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
-            return
-        for name in _names_bound(node):
-            bound[name] = node
-    if "." in attr or "__getattr__" in bound:
+    if "." in attr or _binds_dynamically(tree):
         return
-    if attr not in bound:
+    binders = [node for node in tree.body if attr in _names_bound(node)]
+    if not binders:
         raise ConfigError(f"transform.function: module {module!r} has no attribute {attr!r}")
-    node = bound[attr]
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+    node = binders[0]
+    if len(binders) == 1 and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not node.decorator_list:
         args = node.args
         positional = len(args.posonlyargs) + len(args.args)
         if positional < 2 and args.vararg is None:
@@ -176,21 +173,44 @@ def check_function_source(path: Path, target: str) -> None:
             )
 
 
-def _names_bound(node: ast.stmt) -> list[str]:
-    """The module-level names one statement binds (a def, a class, an import, an assignment);
-    statements under `if`/`try` count too: either branch may bind the name."""
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        return [node.name]
-    if isinstance(node, ast.Import | ast.ImportFrom):
-        return [(a.asname or a.name).split(".")[0] for a in node.names]
-    if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
-    if isinstance(node, ast.If | ast.Try | ast.With | ast.For | ast.While):
-        inner = [*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", [])]
-        inner += [stmt for h in getattr(node, "handlers", []) for stmt in h.body]
-        return [name for stmt in inner for name in _names_bound(stmt)]
-    return [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+def _names_bound(node: ast.stmt) -> set[str]:
+    """The module-level names one top-level statement may bind: a def, a class, an import, and
+    any name stored anywhere under it (assignments, `for`/`with` targets, `except ... as`,
+    `match` captures, walrus, defs under `if`/`try`). A name bound only inside a function's body
+    counts too: reading too many names lets the import judge, reading too few would refuse a
+    module that imports."""
+    names: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(n.name)
+        elif isinstance(n, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in n.names)
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            names.add(n.id)
+        elif isinstance(n, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and n.name:
+            names.add(n.name)
+        elif isinstance(n, ast.MatchMapping) and n.rest:
+            names.add(n.rest)
+    return names
+
+
+# Ways a module binds names that reading its statements does not see.
+_DYNAMIC_CALLS = frozenset({"globals", "setattr", "exec", "eval", "vars", "__import__"})
+
+
+def _binds_dynamically(tree: ast.Module) -> bool:
+    """Whether the module may bind a name its statements do not show: a star import, a module
+    `__getattr__`, `global` in a function, `globals()`/`setattr`/`exec`/`vars`, or `sys.modules`."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names):
+            return True
+        if isinstance(n, ast.Global) or (isinstance(n, ast.FunctionDef) and n.name == "__getattr__"):
+            return True
+        if isinstance(n, ast.Name) and n.id in _DYNAMIC_CALLS:
+            return True
+        if isinstance(n, ast.Attribute) and n.attr == "modules":
+            return True
+    return False
 
 
 def check_name(name: str, what: str) -> None:

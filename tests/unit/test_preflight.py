@@ -161,6 +161,17 @@ def test_a_later_layers_missing_transform_is_found_before_the_first_layer_runs(t
         ("def __getattr__(name):\n    return name\n", "m:lazy", None),
         ("def g(*args):\n    pass\n", "m:g", None),
         ("class C:\n    pass\n", "m:C.f", None),
+        # what the import accepts and a reading of the statements might not (a review's cases)
+        ("def adapt(g):\n    return lambda spark, keys: g(keys)\n@adapt\ndef f(keys):\n    pass\n", "m:f", None),
+        ("for _n in ['f']:\n    globals()[_n] = lambda spark, keys: None\n", "m:f", None),
+        ("def _setup():\n    global f\n    f = lambda spark, keys: None\n_setup()\n", "m:f", None),
+        ("import contextlib\nwith contextlib.nullcontext(print) as f:\n    pass\n", "m:f", None),
+        ("for f in [print]:\n    pass\n", "m:f", None),
+        ("try:\n    pass\nexcept* ValueError:\n    pass\nelse:\n    def f(spark, keys):\n        pass\n", "m:f", None),
+        ("match 1:\n    case _:\n        def f(spark, keys):\n            pass\n", "m:f", None),
+        ("match 1:\n    case f:\n        pass\n", "m:f", None),
+        ("import sys, types\nclass _M(types.ModuleType):\n    f = print\nsys.modules[__name__].__class__ = _M\n", "m:f", None),  # noqa: E501
+        ("def f(spark):\n    pass\nf = lambda spark, keys: None\n", "m:f", None),
         ("def f(spark, keys):\n    pass\n", "m:nope", "has no attribute 'nope'"),
         ("def f(spark):\n    pass\n", "m:f", "takes 1 positional parameter(s)"),
         ("def f(:\n", "m:f", "SyntaxError"),
