@@ -38,7 +38,11 @@ def one_download_at_a_time(conf: Mapping[str, str]) -> Iterator[None]:
         yield
         return
     with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        except OSError:  # a file system without locks (NFS without its lock service): as before
+            yield
+            return
         try:
             yield
         finally:

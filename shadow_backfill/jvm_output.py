@@ -53,12 +53,22 @@ def new_jvm_log() -> Path | None:
     folder = log_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not _ours_alone(folder):
+            return None
         _prune(folder)
         fd, name = tempfile.mkstemp(prefix=time.strftime(f"{LOG_PREFIX}%Y%m%dT%H%M%S-"), suffix=".log", dir=folder)
     except OSError:
         return None
     os.close(fd)
     return Path(name)
+
+
+def _ours_alone(folder: Path) -> bool:
+    """Whether only this user can change what is in `folder`: the default one lies in the shared
+    temp folder, where another user may have made it first and could swap our log for a link
+    to a file of ours that the JVM would then append to."""
+    st = folder.stat()
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
 def _prune(folder: Path) -> None:
@@ -84,7 +94,7 @@ def jvm_output_to(log: Path | None) -> Iterator[None]:
         yield
         return
     try:
-        target = os.open(log, os.O_WRONLY | os.O_APPEND) if log is not None else os.dup(saved[1])
+        target = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW) if log is not None else os.dup(saved[1])
     except OSError:
         target = os.dup(saved[1])
     try:

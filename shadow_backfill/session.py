@@ -247,18 +247,15 @@ def start_jvm(builder: Any, conf: Mapping[str, str], fmt: str) -> SparkSession:
     from pyspark import SparkContext
 
     version = pyspark_version()
-    if getattr(SparkContext, "_gateway", None) is not None:  # this process's JVM runs already: no start
-        log = None
-        starting: Any = contextlib.nullcontext()
-    else:
-        log = new_jvm_log()
-        if "spark.jars.packages" in conf:
-            announce_first_start(conf, version, log)
-        starting = contextlib.ExitStack()
-        starting.enter_context(jvm_output_to(log))
-        starting.enter_context(one_download_at_a_time(conf))
+    fresh = getattr(SparkContext, "_gateway", None) is None  # else this process's JVM runs already
+    log = new_jvm_log() if fresh else None
+    if fresh and "spark.jars.packages" in conf:
+        announce_first_start(conf, version, log)
     try:
-        with starting:
+        with contextlib.ExitStack() as starting:
+            if fresh:  # the lock first: while it waits (or fails), the terminal is still ours
+                starting.enter_context(one_download_at_a_time(conf))
+                starting.enter_context(jvm_output_to(log))
             return builder.getOrCreate()  # type: ignore[no-any-return]
     except Exception as exc:
         why = _start_failure(exc, conf, version, log)

@@ -64,3 +64,37 @@ def test_the_first_start_is_announced_once(tmp_path: Path, capfd: pytest.Capture
     assert missing_jars(conf, "3.5.3") == [] and not announce_first_start(conf, "3.5.3", log)
     _, err = capfd.readouterr()
     assert err.count("\n") == 1 and "first start only" in err and str(log) in err, err
+
+
+def test_our_output_comes_back_when_the_start_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A JVM that fails to start must not take the terminal with it: the error line is ours."""
+    monkeypatch.setenv(LOG_DIR_ENV, str(tmp_path / "logs"))
+    log = new_jvm_log()
+    with pytest.raises(RuntimeError, match="no JVM"), jvm_output_to(log):
+        raise RuntimeError("no JVM")
+    print("error: could not start Spark", file=sys.stderr)
+    assert "error: could not start Spark" in capfd.readouterr().err
+
+
+def test_a_log_folder_others_can_write_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another user could swap our log there for a link to one of our files (`_ours_alone`)."""
+    shared = tmp_path / "logs"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    monkeypatch.setenv(LOG_DIR_ENV, str(shared))
+    assert new_jvm_log() is None
+    shared.chmod(0o700)
+    assert new_jvm_log() is not None
+
+
+def test_a_log_swapped_for_a_link_is_not_followed(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine\n")
+    log = tmp_path / "spark-swapped.log"
+    log.symlink_to(victim)
+    with jvm_output_to(log):
+        subprocess.run([sys.executable, "-c", "print(':: loading settings ::')"], check=True)
+    assert victim.read_text() == "mine\n"
+    assert ":: loading settings ::" in capfd.readouterr().err  # where a log cannot be opened
