@@ -54,9 +54,11 @@ class Validator:
     def run(
         self, keys: Sequence[str], suites: list[Suite] | None = None, progress: Progress = NO_PROGRESS
     ) -> ValidationResult:
-        """Judge `keys`; `progress` follows a `validate` step, a partition at a time as judged."""
+        """Judge `keys`; `progress` follows a `validate` step. The partitions are judged together
+        (grouped jobs, not one per partition), so the step has no count while it runs, rather
+        than a bar standing still at 0 of N: the count comes with the verdicts."""
         cfg = self.table.config
-        step = progress.step("validate", len(keys))
+        step = progress.step("validate")
         started = time.monotonic()
         suites = load_suites(cfg) if suites is None else suites
         queries = load_queries(cfg)
