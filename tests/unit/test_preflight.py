@@ -170,7 +170,11 @@ def test_a_later_layers_missing_transform_is_found_before_the_first_layer_runs(t
         ("try:\n    pass\nexcept* ValueError:\n    pass\nelse:\n    def f(spark, keys):\n        pass\n", "m:f", None),
         ("match 1:\n    case _:\n        def f(spark, keys):\n            pass\n", "m:f", None),
         ("match 1:\n    case f:\n        pass\n", "m:f", None),
-        ("import sys, types\nclass _M(types.ModuleType):\n    f = print\nsys.modules[__name__].__class__ = _M\n", "m:f", None),  # noqa: E501
+        (
+            "import sys, types\nclass _M(types.ModuleType):\n    f = print\nsys.modules[__name__].__class__ = _M\n",
+            "m:f",
+            None,
+        ),
         ("def f(spark):\n    pass\nf = lambda spark, keys: None\n", "m:f", None),
         ("def f(spark, keys):\n    pass\n", "m:nope", "has no attribute 'nope'"),
         ("def f(spark):\n    pass\n", "m:f", "takes 1 positional parameter(s)"),
