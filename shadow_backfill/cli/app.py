@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from shadow_backfill.cli.job import Job, QuietOption, job_options
+from shadow_backfill.cli.job import AllowWarnOption, Job, QuietOption, job_options
 from shadow_backfill.cli.output import (
     commands,
     out,
@@ -83,9 +83,6 @@ app.add_typer(pipeline_app, name="pipeline")
 command = commands(app)
 ConfigArg = typer.Argument(..., metavar="CONFIG", help="The backfill config (YAML).", show_default=False)
 JsonListOption = typer.Option(False, "--json", help=JSON_HELP)
-AllowWarnOption = typer.Option(
-    None, "--allow-warn/--no-allow-warn", help="Promote warned partitions (default: promote.allow_warn)."
-)
 CanaryOption = typer.Option(
     None,
     "--canary",
@@ -335,20 +332,14 @@ def history(
     "Recompute partitions that are already written.",
     report="Report folder (default: report/ beside the config).",
 )
-def backfill(
-    asked: Asked,
-    job: Job,
-    config: Path = ConfigArg,
-    allow_warn: bool | None = AllowWarnOption,
-    canary: int | None = CanaryOption,
-) -> None:
+def backfill(asked: Asked, job: Job, config: Path = ConfigArg, canary: int | None = CanaryOption) -> None:
     """The main job: recompute -> validate -> promote what passed -> report."""
     job.check(asked)
 
     def checks(cfg: BackfillConfig) -> None:
         check_first(cfg, asked, report_dir=job.report_to(cfg.base_dir))
 
-    opened = open_backfill(config, checks, allow_warn=allow_warn, canary=canary)
+    opened = open_backfill(config, checks, allow_warn=job.allow_warn, canary=canary)
     bf, box, chosen = job.start(opened, asked)
     if job.dry_run:
         show_dry_run(bf, chosen, job)

@@ -26,6 +26,9 @@ CodeChangeOption = typer.Option(
     False, help="Allow a changed transform to rewrite partitions of the same shadow version."
 )
 _PROMOTE = "--no-promote stops after the report."
+AllowWarnOption = typer.Option(
+    None, "--allow-warn/--no-allow-warn", help="Promote warned partitions (default: the config's promote.allow_warn)."
+)
 QuietOption = typer.Option(False, "--quiet", "-q", help="No progress bars on stderr (none is drawn off a terminal).")
 VerboseOption = typer.Option(False, "--verbose", "-v", help="Also print every partition's verdict.")
 
@@ -60,7 +63,8 @@ class BackfillKnobs(Knobs):
 @dataclass(frozen=True)
 class Job:
     """A writing command's options as the user gave them (`job_options` adds them); the
-    backfill's three (`promote_passing`, `report_dir`, `promote_partial`) only on a backfill."""
+    backfill's (`promote_passing`, `report_dir`, `allow_warn`, `promote_partial`, `verbose`)
+    only on a backfill."""
 
     max_parallel: int | None = None
     force: bool = False
@@ -75,6 +79,7 @@ class Job:
     allow_code_change: bool = False
     quiet: bool = False
     verbose: bool = False
+    allow_warn: bool | None = None
 
     def check(self, asked: Asked) -> None:
         """Options that cannot go together, or are malformed, refused (exit 2) before the
@@ -127,6 +132,7 @@ def job_options(max_parallel: str, force: str, *, report: str | None = None) -> 
         options += [
             ("promote_passing", bool, typer.Option(True, "--promote/--no-promote", help=_PROMOTE)),
             ("report_dir", Path | None, typer.Option(None, "--report", metavar="DIR", help=report)),
+            ("allow_warn", bool | None, AllowWarnOption),
         ]
     options += [
         ("dry_run", bool, DryRunOption),

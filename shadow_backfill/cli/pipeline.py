@@ -250,18 +250,12 @@ def report(
     "Recompute partitions that are already written.",
     report="Report folder (default: report/ beside the file).",
 )
-def backfill(
-    asked: Asked,
-    job: Job,
-    pipeline: Path = PipelineArg,
-    allow_warn: bool | None = AllowWarnOption,
-    canary: str | None = NoCanaryOption,
-) -> None:
+def backfill(asked: Asked, job: Job, pipeline: Path = PipelineArg, canary: str | None = NoCanaryOption) -> None:
     """The main job over every layer: recompute -> validate -> promote the set -> report."""
     refuse_canary(canary)
     job.check(asked)
     checks = first_checks(asked, required=True, report_dir=job.report_to(pipeline.parent))
-    p, box, keys = job.start(open_pipeline(pipeline, checks, allow_warn=allow_warn), asked)
+    p, box, keys = job.start(open_pipeline(pipeline, checks, allow_warn=job.allow_warn), asked)
     if job.dry_run:
         show_dry_run(p, keys, job)
         return

@@ -56,7 +56,16 @@ def test_every_writing_command_lists_the_group_after_its_own_options() -> None:
     group: Any = get_command(app)  # Typer's own click: read by attribute
     run = ["max_parallel", "force", "chunk_size", "allow_code_change", "dry_run", "as_json", "until", "max_duration"]
     run += ["quiet"]
-    backfill = [*run[:4], "promote_passing", "report_dir", *run[4:-1], "promote_partial", "verbose", "quiet"]
+    backfill = [
+        *run[:4],
+        "promote_passing",
+        "report_dir",
+        "allow_warn",
+        *run[4:-1],
+        "promote_partial",
+        "verbose",
+        "quiet",
+    ]
     for commands in (group.commands, group.commands["pipeline"].commands):
         assert [p.name for p in commands["run"].params][-len(run) :] == run
         assert [p.name for p in commands["backfill"].params][-len(backfill) :] == backfill
