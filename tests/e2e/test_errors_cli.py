@@ -104,6 +104,6 @@ def test_a_udf_that_raises_is_reported_by_its_python_exception(make: MakeBackfil
     assert f"failed {START}: {expected}\n" in terminal, terminal[-3000:]
     java = [line for line in terminal.splitlines() if line.lstrip().startswith(("at org.", "at java.", "at scala."))]
     assert not java and "Traceback" not in terminal, terminal[-3000:]
-    [log] = (tmp_path / "logs").iterdir()
+    [log] = (tmp_path / "logs").glob("error-*.log")  # beside it, the JVM's own (`spark-*.log`)
     assert f"full details of the failures: {log}\n" in terminal
     assert "Traceback (most recent call last)" in log.read_text() and expected in log.read_text()
