@@ -92,7 +92,9 @@ def test_a_canary_that_passes_on_live_lets_the_rest_follow(make: MakeBackfill, t
     assert "canary: promoted 3 partition(s)" in result.output
     assert "canary checks on live: 6 of 6 passed" in result.output  # rows and the query, 3 partitions
     assert "rest: promoted 7 partition(s)" in result.output
-    assert "no partition passed" not in result.output and "held" not in result.output
+    assert "10 pass, 0 warn, 0 fail; 0 held, 10 promoted" in result.output, result.output
+    assert "no partition passed" not in result.output
+    assert not [line for line in result.output.splitlines() if line.startswith("held ")]
     canary, rest = bf.history(reconcile_live=False)
     assert (canary.step, rest.step, rest.steps_of) == ("canary", "rest", canary.id)
     assert canary.partitions == bf.scheme.expand(START, END)[:3] and len(rest.partitions) == 7
