@@ -14,7 +14,8 @@ GOOD = {
     "live_table": "local.db.features",
     "format": "iceberg",
     "partition": {"column": "ds"},
-    "transform": {"function": "json:dumps"},  # a module the pre-flight finds; the master is what is wrong
+    # a function the pre-flight finds, taking two arguments: the master is what is wrong
+    "transform": {"function": "shutil:copyfile"},
 }
 
 
