@@ -16,6 +16,7 @@ Ivy quiet, the user would see nothing happen, so one line says so and names the 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import getpass
 import os
@@ -24,6 +25,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 LOG_DIR_ENV = "SHADOW_BACKFILL_LOG_DIR"
 # Spark logs older than this are removed when a new one is made: every command that starts
@@ -141,3 +143,26 @@ def announce_first_start(conf: Mapping[str, str], spark_version: str, log: Path 
     sys.stderr.write(f"fetching the Spark runtimes (first start only, into {ivy_folder(conf, spark_version)}){where}\n")
     sys.stderr.flush()
     return True
+
+
+# How long a command's end waits for its JVM to exit (Spark's own shutdown takes about a second).
+JVM_EXIT_WAIT_S = 60
+
+
+def wait_for_jvm_at_exit(proc: Any) -> None:
+    """When this process ends, stop Spark and wait for its JVM (`proc`, the child PySpark
+    started) to exit. The JVM exits on its own once our end closes its stdin, but no longer
+    holds our stdout and stderr (they point at its log), so a caller that waits for our output
+    to end (a scheduler, `subprocess.run`) would otherwise go on while the JVM still writes its
+    last files and holds its locks (an embedded metastore's, a class archive written at exit)."""
+
+    def _wait() -> None:
+        spark_context = getattr(sys.modules.get("pyspark"), "SparkContext", None)
+        with contextlib.suppress(Exception):
+            if spark_context is not None and spark_context._active_spark_context is not None:
+                spark_context._active_spark_context.stop()
+        with contextlib.suppress(Exception):
+            proc.stdin.close()
+            proc.wait(timeout=JVM_EXIT_WAIT_S)
+
+    atexit.register(_wait)

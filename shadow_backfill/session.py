@@ -24,7 +24,13 @@ from shadow_backfill.formats.runtimes import pyspark_version, spark_line
 from shadow_backfill.formats.settings import S3A_SETTINGS, SessionSettings
 from shadow_backfill.ivy_causes import ivy_failure_cause
 from shadow_backfill.jar_lock import one_download_at_a_time
-from shadow_backfill.jvm_output import announce_first_start, ivy_folder, jvm_output_to, new_jvm_log
+from shadow_backfill.jvm_output import (
+    announce_first_start,
+    ivy_folder,
+    jvm_output_to,
+    new_jvm_log,
+    wait_for_jvm_at_exit,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -256,7 +262,11 @@ def start_jvm(builder: Any, conf: Mapping[str, str], fmt: str) -> SparkSession:
             if fresh:  # the lock first: while it waits (or fails), the terminal is still ours
                 starting.enter_context(one_download_at_a_time(conf))
                 starting.enter_context(jvm_output_to(log))
-            return builder.getOrCreate()  # type: ignore[no-any-return]
+            session = builder.getOrCreate()
+        proc = getattr(SparkContext._gateway, "proc", None)
+        if fresh and log is not None and proc is not None:
+            wait_for_jvm_at_exit(proc)
+        return session  # type: ignore[no-any-return]
     except Exception as exc:
         why = _start_failure(exc, conf, version, log)
         raise SessionError(f"could not start Spark for format {fmt!r}: {why}") from None

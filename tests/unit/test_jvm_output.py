@@ -98,3 +98,33 @@ def test_a_log_swapped_for_a_link_is_not_followed(tmp_path: Path, capfd: pytest.
         subprocess.run([sys.executable, "-c", "print(':: loading settings ::')"], check=True)
     assert victim.read_text() == "mine\n"
     assert ":: loading settings ::" in capfd.readouterr().err  # where a log cannot be opened
+
+
+_ENDS_LATE = """
+import sys, time
+sys.stdin.read()  # until its parent's end closes our stdin, as Spark's JVM does
+time.sleep(0.5)  # the JVM's own shutdown: files written at exit
+open(sys.argv[1], "w").write("written at exit")
+"""
+_COMMAND = """
+import subprocess, sys
+from shadow_backfill.jvm_output import wait_for_jvm_at_exit
+log = open(sys.argv[2], "w")  # the JVM's output goes to its log, not to our caller's pipes
+proc = subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[3]], stdin=subprocess.PIPE, stdout=log, stderr=log)
+wait_for_jvm_at_exit(proc)
+"""
+
+
+def test_a_command_ends_after_its_jvm(tmp_path: Path) -> None:
+    """A caller waiting for the command's output to end (a scheduler, `subprocess.run`) finds
+    the JVM gone and what it writes at exit written; without the wait, it would still run."""
+    marker = tmp_path / "archive"
+    run = subprocess.run(
+        [sys.executable, "-c", _COMMAND, _ENDS_LATE, str(tmp_path / "jvm.log"), str(marker)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert marker.read_text() == "written at exit"
