@@ -25,7 +25,7 @@ def _jobs(bf: Any, keys: list[str]) -> int:
     return log.since(mark).jobs
 
 
-def test_validation_runs_as_many_spark_jobs_for_ten_partitions_as_for_one(make_backfill: Any) -> None:
+def test_validation_runs_no_spark_job_per_partition(make_backfill: Any) -> None:
     bf = make_backfill(transform={"function": "sb_test_transforms:drift_on_one_day"}, expectations=[SUITE])
     assert bf.run(START, END).ok
     keys = [r.partition for r in bf.status()]
@@ -33,4 +33,6 @@ def test_validation_runs_as_many_spark_jobs_for_ten_partitions_as_for_one(make_b
     _jobs(bf, keys[:1])  # warm: a first validation may read metadata a later one has cached
     one, ten = _jobs(bf, keys[:1]), _jobs(bf, keys)
     assert one > 0, "no job counted: the status store was not read"
-    assert ten == one, f"validating 10 partitions ran {ten} Spark jobs, 1 partition {one}"
+    # A job per partition would add 9; the grouped jobs may add one or two for the larger range
+    # (measured: 4 and 5 on PySpark 4.1, 13 and 15 for 1 and 60 partitions in the bench).
+    assert ten <= one + 2, f"validating 10 partitions ran {ten} Spark jobs, 1 partition {one}"
