@@ -14,6 +14,7 @@ import ast
 import importlib.util
 import os
 import sys
+import threading
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -145,6 +146,20 @@ def check_transform_findable(config: BackfillConfig) -> None:
         check_function_source(Path(origin), spec.function)
 
 
+_AST_LOCK = threading.Lock()
+
+
+def parse_alone(path: Path) -> ast.Module:
+    """`ast.parse`, one thread at a time. CPython 3.11 keeps the depth counter of the AST it
+    builds in per-interpreter state: when a garbage collection during the build runs a finaliser
+    that lets another thread parse too, both builds fail with `SystemError: AST constructor
+    recursion depth mismatch` (CPython gh-106905). A pipeline checks its layers' transforms from
+    its worker threads, so every parse of ours takes this lock."""
+    source = path.read_bytes()
+    with _AST_LOCK:
+        return ast.parse(source, filename=str(path))
+
+
 def check_function_source(path: Path, target: str) -> None:
     """The transform's function read from its module's source, not imported (see above): a
     syntax error, a name the module does not define, a function that cannot take `(spark,
@@ -154,7 +169,7 @@ def check_function_source(path: Path, target: str) -> None:
     decorator may change the signature) is left to the import, with the engine."""
     module, _, attr = target.partition(":")
     try:
-        tree = ast.parse(path.read_bytes(), filename=str(path))
+        tree = parse_alone(path)
     except (SyntaxError, ValueError) as exc:
         raise ConfigError(f"transform.function: cannot import module {module!r}: {type(exc).__name__}: {exc}") from None
     if "." in attr or _binds_dynamically(tree):
