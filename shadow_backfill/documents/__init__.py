@@ -6,7 +6,8 @@ report.json's models live in `shadow_backfill.document` (with its schema_version
 pipeline's and `documents.command` what any command did (`command_result.CommandResult`).
 The code that prints or writes a document builds its model and dumps it with `dump()`, so what
 scripts read cannot drift from what the schemas publish. This package imports
-only the vocabulary and pydantic: the CLI, the pipeline and the reports all sit above it.
+only the vocabulary, the store's plain records (`records`) and pydantic: the CLI, the pipeline
+and the reports all sit above it.
 Regenerate the files with `python -m shadow_backfill.documents docs`.
 """
 

@@ -10,12 +10,15 @@ whose `Z` would change the bytes scripts compare.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel, field_serializer
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 from pydantic.json_schema import JsonDict
 
-from shadow_backfill.vocabulary import CheckStatus, PartitionStatus
+from shadow_backfill.records import PartitionRecord
+from shadow_backfill.vocabulary import CheckStatus
 
 # ISO 8601 text with its UTC offset, as `datetime.isoformat()` writes it.
 TIME: JsonDict = {"format": "date-time"}
@@ -28,23 +31,18 @@ class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class StatusRowDoc(_Out):
+# The record's fields are declared once, in `records.PartitionRecord`; its times are written as
+# the record's `isoformat()` text, as above.
+@pydantic_dataclass(frozen=True, config=ConfigDict(extra="forbid"))
+class StatusRowDoc(PartitionRecord):
     """One partition of `status --json`: its state-store record and latest verdict."""
 
-    shadow_table: str
-    partition: str
-    status: PartitionStatus
-    rows: int | None
-    shadow_version: int | None
-    code_fingerprint: str | None
-    run_id: str | None
-    attempts: int
-    error: str | None
-    started_at: str | None = Field(json_schema_extra=TIME)
-    finished_at: str | None = Field(json_schema_extra=TIME)
-    duration_s: float | None
     verdict: CheckStatus | None = Field(description="the latest verdict; null until validated")
     validated_version: int | None = Field(description="the shadow partition version the verdict judged")
+
+    @field_serializer("started_at", "finished_at")
+    def _iso(self, at: dt.datetime | None) -> str | None:
+        return None if at is None else at.isoformat()
 
 
 class StatusDoc(RootModel[list[StatusRowDoc]]):

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from sqlalchemy import select, update
 
-from shadow_backfill.state.db import Db, aware, from_row, plain, stamped, utcnow
+from shadow_backfill.records import plain
+from shadow_backfill.state.db import Db, aware, from_row, stamped, utcnow
 from shadow_backfill.state.schema import promotions
 
 if TYPE_CHECKING:

@@ -11,7 +11,8 @@ from typing import Any
 from sqlalchemy import select, update
 
 from shadow_backfill.errors import RefusedError, ShadowBackfillError, UsageError
-from shadow_backfill.state.db import Db, aware, from_row, plain, stamped, utcnow
+from shadow_backfill.records import plain
+from shadow_backfill.state.db import Db, aware, from_row, stamped, utcnow
 from shadow_backfill.state.schema import canaries
 
 PENDING, CHECKED, ROLLED_BACK, NOT_COMMITTED = "pending", "checked", "rolled back", "not committed"

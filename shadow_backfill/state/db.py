@@ -10,7 +10,6 @@ import json
 import socket
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Engine, Select, Table
@@ -104,18 +103,6 @@ def stamped(record: Any, json_fields: Iterable[str], **overrides: Any) -> dict[s
         "at": record.at or utcnow(),
         **overrides,
     }
-
-
-def plain(record: Any) -> dict[str, Any]:
-    """A record's fields for JSON output, times as ISO text and statuses as plain words."""
-    return {k: _plain_value(v) for k, v in record.__dict__.items()}
-
-
-def _plain_value(v: Any) -> Any:
-    """Times as ISO text, status words as plain `str` (a YAML or pickle user gets no enum)."""
-    if isinstance(v, dt.datetime):
-        return v.isoformat()
-    return v.value if isinstance(v, Enum) else v
 
 
 def upsert(engine: Engine, table: Table) -> Any:

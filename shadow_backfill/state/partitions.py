@@ -11,33 +11,14 @@ import datetime as dt
 import json
 import socket
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Update, select, update
 
-from shadow_backfill.state.db import Db, aware, current_user, from_row, plain, upsert, utcnow
+from shadow_backfill.records import PartitionRecord
+from shadow_backfill.state.db import Db, aware, current_user, from_row, upsert, utcnow
 from shadow_backfill.state.schema import partitions, runs
 from shadow_backfill.vocabulary import PartitionStatus, RunStatus
-
-
-@dataclass(frozen=True)
-class PartitionRecord:
-    shadow_table: str
-    partition: str
-    status: PartitionStatus
-    rows: int | None
-    shadow_version: int | None
-    code_fingerprint: str | None
-    run_id: str | None
-    attempts: int
-    error: str | None
-    started_at: dt.datetime | None
-    finished_at: dt.datetime | None
-    duration_s: float | None
-
-    def as_dict(self) -> dict[str, Any]:
-        return plain(self)
 
 
 def _partition(r: Any) -> PartitionRecord:

@@ -10,8 +10,9 @@ from typing import Any
 
 from sqlalchemy import delete, select, update
 
+from shadow_backfill.records import plain
 from shadow_backfill.state.audit import PROMOTE, ROLLBACK
-from shadow_backfill.state.db import Db, aware, from_row, plain, stamped
+from shadow_backfill.state.db import Db, aware, from_row, stamped
 from shadow_backfill.state.schema import pipeline_promotions
 
 # A pipeline promotion is written before its first layer commits and is `promoting` until its
