@@ -65,11 +65,19 @@ def quiet_query_context_loggers() -> None:
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
+# Sail's log filter (Rust's `RUST_LOG`, read when the server starts) unless the user set one:
+# the server runs in this process and logs to its stderr, so its INFO and WARN lines (a session
+# per command, "Hint operation is not yet supported") would reach the terminal, as the JVM's no
+# longer do. A failed query still reaches the user, as the command's one `error:` line.
+SAIL_LOG_FILTER = "off"
+
+
 def start_sail() -> str:
     """Start (once per process) an embedded Sail Spark Connect server on loopback; return its URL."""
     global _sail_server
     with _sail_lock:
         if _sail_server is None:
+            os.environ.setdefault("RUST_LOG", SAIL_LOG_FILTER)
             try:
                 from pysail.spark import SparkConnectServer
             except ImportError:

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 CHATTER = re.compile(r":: resolving|:: loading settings|:: retrieving|Ivy Default Cache| WARN |\tconfs: ")
+SAIL_LOG = re.compile(r"\b(INFO|WARN|ERROR) sail_\w+::")  # [time LEVEL sail_python::spark::server]
 FIRST_START = "fetching the Spark runtimes (first start only"
 
 
@@ -70,3 +71,22 @@ def test_a_failed_fetch_names_its_cause_not_the_network(parquet_demo: Path, tmp_
     assert "Maven Central has no org.example.nope:nope-lib:0.0.1" in line and "network" not in line, line
     assert "Spark's log: " + str(tmp_path / "logs") in line, line
     assert not CHATTER.search(run.stdout + run.stderr), run.stderr
+
+
+def test_an_embedded_sail_server_stays_off_the_terminal(tmp_path: Path) -> None:
+    """Sail runs inside the command's process and logs to its stderr (a session per command,
+    "Hint operation is not yet supported"): with no `RUST_LOG` of the user's, none of it shows."""
+    env = {k: v for k, v in os.environ.items() if k != "RUST_LOG"}
+    env.update(SPARK_LOCAL_IP="127.0.0.1", SHADOW_BACKFILL_LOG_DIR=str(tmp_path / "logs"))
+    cli = [sys.executable, "-m", "shadow_backfill.cli"]
+    runs = [
+        subprocess.run([*cli, *args], cwd=tmp_path, capture_output=True, text=True, timeout=900, env=env)
+        for args in (
+            ["demo", "demo", "--format", "delta", "--remote", "sail", "--days", "2", "--no-run"],
+            ["backfill", "demo/backfill.yaml", "--start", "2024-01-01", "--end", "2024-01-02"],
+        )
+    ]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert not SAIL_LOG.search(run.stdout + run.stderr), run.stderr[-3000:]
+    assert "2 promoted" in runs[1].stdout, runs[1].stdout
