@@ -74,6 +74,29 @@ class JobLog:
         return JobStats(len(jobs), sum(j.numTasks() for j in jobs), _union(spans), task_ms / 1000)
 
 
+class NoJobLog:
+    """A Spark Connect session (an embedded Sail server) has no driver status store to read:
+    its steps are timed by the wall clock alone, and their rows say nothing of jobs."""
+
+    def mark(self) -> int:
+        return -1
+
+    def since(self, mark: int) -> NoJobs:
+        return NoJobs()
+
+
+class NoJobs:
+    """No job counts (see `NoJobLog`): an empty row, not zeros that would read as measured."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {}
+
+
+def job_log(spark: Any) -> JobLog | NoJobLog:
+    """The classic session's job log, or none over Spark Connect."""
+    return NoJobLog() if type(spark).__module__.startswith("pyspark.sql.connect") else JobLog(spark)
+
+
 def _union(spans: list[tuple[float, float]]) -> float:
     """Seconds covered by at least one span (jobs of parallel threads overlap)."""
     total, end = 0.0, float("-inf")

@@ -42,7 +42,7 @@ def test_the_readme_quick_start_runs_as_written(tmp_path: Path) -> None:
     # what the README says of the main job: 57 days promoted in one commit, 3 fail, exit 1
     assert main.returncode == 1, main.stdout[-3000:] + main.stderr[-3000:]
     assert "57 pass, 0 warn, 3 fail" in main.stdout, main.stdout[-3000:]
-    assert "promoted 57 partition(s) into local.demo.features" in main.stdout
+    assert "promoted 57 partition(s) into warehouse/delta/features" in main.stdout
     assert "3 partition(s) failed validation: 2024-01-10, 2024-02-05, 2024-02-20" in main.stderr
     doc = json.loads((tmp_path / "demo" / "report" / "report.json").read_text())
     assert len(doc["partitions"]) == 60

@@ -13,7 +13,7 @@ trap 'rm -rf "$work"' EXIT
 export SPARK_LOCAL_IP=127.0.0.1 COLUMNS=100 LINES=30
 cd "$work"
 script -q -e --timing="$here/quickstart.timing" -c \
-  "shadow-backfill demo demo/ --no-run; shadow-backfill backfill demo/backfill.yaml --start 2024-01-01 --end 2024-02-29" \
+  "shadow-backfill demo demo/ --no-run --format delta --remote sail; shadow-backfill backfill demo/backfill.yaml --start 2024-01-01 --end 2024-02-29" \
   "$here/quickstart.typescript" || true  # the quick start exits 1: three days fail, by design
 # The temporary folder's name, masked with as many characters (the timing counts bytes).
 sed -i "s#$work#/tmp/quickstart-XXXXXX#g" "$here/quickstart.typescript"
