@@ -13,7 +13,7 @@ import os
 import re
 import socket
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,11 +65,26 @@ def quiet_query_context_loggers() -> None:
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
-# Sail's log filter (Rust's `RUST_LOG`, read when the server starts) unless the user set one:
-# the server runs in this process and logs to its stderr, so its INFO and WARN lines (a session
-# per command, "Hint operation is not yet supported") would reach the terminal, as the JVM's no
-# longer do. A failed query still reaches the user, as the command's one `error:` line.
+# Sail's log filter unless the user set `RUST_LOG`: the server runs in this process and logs to
+# its stderr, so its INFO and WARN lines (a session per command, "Hint operation is not yet
+# supported") would reach the terminal, as the JVM's no longer do. A failed query still reaches
+# the user, as the command's one `error:` line. Sail reads `RUST_LOG` once, as it loads and
+# starts (pysail 0.7), so the variable is set for that only and the process's environment (a
+# library user's, its children's) is left as it was.
 SAIL_LOG_FILTER = "off"
+
+
+@contextlib.contextmanager
+def _rust_log(default: str) -> Iterator[None]:
+    """`RUST_LOG=default` for the duration, unless the user set one."""
+    if "RUST_LOG" in os.environ:
+        yield
+        return
+    os.environ["RUST_LOG"] = default
+    try:
+        yield
+    finally:
+        os.environ.pop("RUST_LOG", None)
 
 
 def start_sail() -> str:
@@ -77,14 +92,16 @@ def start_sail() -> str:
     global _sail_server
     with _sail_lock:
         if _sail_server is None:
-            os.environ.setdefault("RUST_LOG", SAIL_LOG_FILTER)
-            try:
-                from pysail.spark import SparkConnectServer
-            except ImportError:
-                raise SessionError("spark.remote is 'sail' but pysail is not installed (pip install pysail)") from None
-            server = SparkConnectServer(ip="127.0.0.1", port=0)
-            with jvm_output_to(None):
-                server.start(background=True)
+            with _rust_log(SAIL_LOG_FILTER):
+                try:
+                    from pysail.spark import SparkConnectServer
+                except ImportError:
+                    raise SessionError(
+                        "spark.remote is 'sail' but pysail is not installed (pip install pysail)"
+                    ) from None
+                server = SparkConnectServer(ip="127.0.0.1", port=0)
+                with jvm_output_to(None):
+                    server.start(background=True)
             _sail_server = server
             atexit.register(server.stop)
         host, port = _sail_server.listening_address

@@ -316,6 +316,13 @@ def s3_spark(
     session.stop()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _suite_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The suites GX accepted (`validate.suite_cache`) are kept in the run's own folder, not the
+    user's cache, for this process and the CLI processes it starts."""
+    os.environ["SHADOW_BACKFILL_CACHE_DIR"] = str(tmp_path_factory.mktemp("checked-suites"))
+
+
 @pytest.fixture(autouse=True)
 def _remove_killed_scratch() -> Iterator[None]:
     """After each test, the Spark scratch of CLI processes it started (`killable_cli_env`)."""

@@ -364,10 +364,12 @@ def backfill(asked: Asked, job: Job, config: Path = ConfigArg, canary: int | Non
 @command
 def demo(
     directory: Path = typer.Argument(..., metavar="DIRECTORY", help="Folder for the demo (created if missing)."),
-    format: FormatName = typer.Option(
-        format_names()[0],
+    format: FormatName | None = typer.Option(
+        None,
         "--format",
-        help="; ".join(f"{s.name}: {s.summary}" for s in FORMATS.values()),
+        help="; ".join(f"{s.name}: {s.summary}" for s in FORMATS.values())
+        + f". Default: {format_names()[0]}, or with --remote sail the first that takes paths.",
+        show_default=False,
     ),
     days: int = typer.Option(60, min=2, max=366, help="Daily partitions in the demo's live table."),
     run_recompute: bool = typer.Option(True, "--run/--no-run", help="Also recompute the range into the shadow."),
@@ -377,9 +379,10 @@ def demo(
     quiet: bool = QuietOption,
 ) -> None:
     """Write a self-contained example (live table, v2 transform, config, suite) and recompute it."""
-    from shadow_backfill.demo import demo_range, seed_live_table, write_demo
+    from shadow_backfill.demo import demo_format, demo_range, seed_live_table, write_demo
 
-    cfg = write_demo(directory, str(getattr(format, "value", format)), days, remote=remote)
+    fmt = demo_format(None if format is None else str(getattr(format, "value", format)), remote)
+    cfg = write_demo(directory, fmt, days, remote=remote)
     bf = seed_live_table(cfg, days)
     start, end = demo_range(days)
     out.print(f"live table {bf.live_table}: {days} daily partitions {start}..{end} (v1 logic)")

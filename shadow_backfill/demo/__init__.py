@@ -15,7 +15,8 @@ import yaml
 
 from shadow_backfill.api import Backfill
 from shadow_backfill.config import load_config
-from shadow_backfill.formats import spec
+from shadow_backfill.errors import UsageError
+from shadow_backfill.formats import format_names, spec
 from shadow_backfill.ledger import KIND
 
 DEMO_START = dt.date(2024, 1, 1)
@@ -24,6 +25,21 @@ MODULE = "demo_features"
 
 def demo_range(days: int) -> tuple[str, str]:
     return DEMO_START.isoformat(), (DEMO_START + dt.timedelta(days=days - 1)).isoformat()
+
+
+def demo_format(fmt: str | None, remote: str | None) -> str:
+    """The demo's format: the first listed (Iceberg) on Spark; on an embedded Sail server, which
+    has no catalog, the first whose tables may be paths (Delta). An identifier-only format asked
+    for on Sail is refused before anything is written, rather than failing inside Sail."""
+    by_path = [name for name in format_names() if not spec(name).identifier_only]
+    if fmt is None:
+        return by_path[0] if remote == "sail" else format_names()[0]
+    if remote == "sail" and spec(fmt).identifier_only:
+        raise UsageError(
+            f"--format {fmt} --remote sail: an embedded Sail server has no catalog for the demo's "
+            f"{spec(fmt).title} table {spec(fmt).demo_live_table}; use --format {' or --format '.join(by_path)}"
+        )
+    return fmt
 
 
 def demo_config(fmt: str, days: int, remote: str | None = None) -> dict[str, object]:

@@ -4,8 +4,9 @@
 Field order is the order scripts have always seen (pydantic dumps fields in declaration order),
 so a model here is the contract, not a copy of it: the CLI builds one and dumps it, and the
 published schema (`docs/*.schema.json`) is generated from it. Times are published as the ISO
-text the state store's records already carry (`state.db.plain`), not as pydantic datetimes,
-whose `Z` would change the bytes scripts compare.
+text `datetime.isoformat()` writes (`records.plain`; `StatusRowDoc`'s datetimes are written by a
+serializer to the same text), not as pydantic writes datetimes, whose `Z` would change the
+bytes scripts compare.
 """
 
 from __future__ import annotations

@@ -11,8 +11,9 @@ The flow, one module or package each:
 - `judge.py` judges (no Spark): thresholds, sample-size bands, the change contract, the
   missing-live policy and expectation outcomes into checks and a verdict, with
   `distributions.py`, `changes.py` and `stats.py`.
-- `suites.py` loads GX suites; `expectations.py` compiles them to aggregates that ride in the
-  measuring jobs; `gx_reference.py` runs GX itself for the rest (and as the fast path's oracle).
+- `suites.py` loads GX suites (`suite_cache.py`: one GX accepted before skips GX's import);
+  `expectations.py` compiles them to aggregates that ride in the measuring jobs;
+  `gx_reference.py` runs GX itself for the rest (and as the fast path's oracle).
 
 This module imports nothing: the judge and its measurements load without Spark (the unit tier),
 so the Spark-facing validator is imported from `validate.validator`.

@@ -15,6 +15,7 @@ from typing import Any
 
 from shadow_backfill.config import MAX_CONFIG_DEPTH, BackfillConfig, nested_deeper_than, read_text_file
 from shadow_backfill.errors import ConfigError, first_line
+from shadow_backfill.validate.suite_cache import accepted_before, remember_accepted
 
 # Keyword arguments that name columns, per GX convention.
 # Carried in each GX expectation's meta: GX reorders results, this maps them back.
@@ -84,6 +85,8 @@ def _known_type(kind: str) -> bool:
 
 
 def load_suite(path: Path) -> Suite:
+    """A suite file read and checked whole. GX checks each expectation's type and kwargs unless
+    it accepted this very text before (`suite_cache`: importing GX costs seconds per process)."""
     text = read_text_file(path, "expectation suite")
     try:
         data = json.loads(text)
@@ -97,28 +100,34 @@ def load_suite(path: Path) -> Suite:
     if not isinstance(data, dict) or not isinstance(data.get("expectations"), list):
         raise ConfigError(f"expectation suite {path.name}: expected an object with an 'expectations' list")
     name = str(data.get("name") or path.stem)
-    out: list[Expectation] = []
-    for i, item in enumerate(data["expectations"]):
-        where = f"expectation suite {path.name}, expectation #{i}"
-        if not isinstance(item, dict):
-            raise ConfigError(f"{where}: must be an object with 'type' and 'kwargs'")
-        kind = item.get("type") or item.get("expectation_type")
-        if not isinstance(kind, str):
-            raise ConfigError(f"{where}: missing 'type'")
-        if not _known_type(kind):
-            raise ConfigError(f"{where}: unknown expectation type {kind!r}")
-        kwargs = item.get("kwargs", {})
-        if not isinstance(kwargs, dict):
-            raise ConfigError(f"{where} ({kind}): 'kwargs' must be an object")
-        exp = Expectation(name, i, kind, dict(kwargs), dict(item.get("meta") or {}))
+    by_gx = not accepted_before(text)
+    where = f"expectation suite {path.name}, expectation #"
+    out = [_expectation(name, i, item, f"{where}{i}", by_gx) for i, item in enumerate(data["expectations"])]
+    if by_gx:
+        remember_accepted(text)
+    return Suite(name, path, out)
+
+
+def _expectation(suite: str, index: int, item: object, where: str, by_gx: bool) -> Expectation:
+    """One expectation of a suite file, checked (by GX too, when `by_gx`)."""
+    if not isinstance(item, dict):
+        raise ConfigError(f"{where}: must be an object with 'type' and 'kwargs'")
+    kind = item.get("type") or item.get("expectation_type")
+    if not isinstance(kind, str):
+        raise ConfigError(f"{where}: missing 'type'")
+    if by_gx and not _known_type(kind):
+        raise ConfigError(f"{where}: unknown expectation type {kind!r}")
+    kwargs = item.get("kwargs", {})
+    if not isinstance(kwargs, dict):
+        raise ConfigError(f"{where} ({kind}): 'kwargs' must be an object")
+    if by_gx:
         try:  # let GX check the kwargs themselves (types, required ones)
             from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
 
             ExpectationConfiguration(type=kind, kwargs=dict(kwargs)).to_domain_obj()
         except Exception as exc:
             raise ConfigError(f"{where} ({kind}): invalid kwargs: {first_line(exc)}") from None
-        out.append(exp)
-    return Suite(name, path, out)
+    return Expectation(suite, index, kind, dict(kwargs), dict(item.get("meta") or {}))
 
 
 def load_suites(config: BackfillConfig) -> list[Suite]:

@@ -75,18 +75,25 @@ def test_a_failed_fetch_names_its_cause_not_the_network(parquet_demo: Path, tmp_
 
 def test_an_embedded_sail_server_stays_off_the_terminal(tmp_path: Path) -> None:
     """Sail runs inside the command's process and logs to its stderr (a session per command,
-    "Hint operation is not yet supported"): with no `RUST_LOG` of the user's, none of it shows."""
+    "Hint operation is not yet supported"): with no `RUST_LOG` of the user's, none of it shows.
+    The demo on Sail defaults to a format whose tables may be paths, and refuses Iceberg's
+    catalog table before writing anything."""
     env = {k: v for k, v in os.environ.items() if k != "RUST_LOG"}
     env.update(SPARK_LOCAL_IP="127.0.0.1", SHADOW_BACKFILL_LOG_DIR=str(tmp_path / "logs"))
-    cli = [sys.executable, "-m", "shadow_backfill.cli"]
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "shadow_backfill.cli", *args]
+        return subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900, env=env)
+
+    refused = cli("demo", "demo", "--remote", "sail", "--format", "iceberg")
+    assert refused.returncode == 2 and not (tmp_path / "demo").exists(), refused.stderr[-3000:]
+    assert refused.stderr.startswith("error: --format iceberg --remote sail: an embedded Sail server has no catalog")
+    assert len(refused.stderr.splitlines()) == 1, refused.stderr
     runs = [
-        subprocess.run([*cli, *args], cwd=tmp_path, capture_output=True, text=True, timeout=900, env=env)
-        for args in (
-            ["demo", "demo", "--format", "delta", "--remote", "sail", "--days", "2", "--no-run"],
-            ["backfill", "demo/backfill.yaml", "--start", "2024-01-01", "--end", "2024-01-02"],
-        )
+        cli("demo", "demo", "--remote", "sail", "--days", "2", "--no-run"),
+        cli("backfill", "demo/backfill.yaml", "--start", "2024-01-01", "--end", "2024-01-02"),
     ]
     for run in runs:
         assert run.returncode == 0, run.stderr[-3000:]
         assert not SAIL_LOG.search(run.stdout + run.stderr), run.stderr[-3000:]
-    assert "2 promoted" in runs[1].stdout, runs[1].stdout
+    assert "backfill of warehouse/delta/features" in runs[1].stdout and "2 promoted" in runs[1].stdout, runs[1].stdout
