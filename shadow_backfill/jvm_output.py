@@ -19,11 +19,12 @@ from __future__ import annotations
 import atexit
 import contextlib
 import getpass
+import logging
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +150,20 @@ def announce_first_start(conf: Mapping[str, str], spark_version: str, log: Path 
 JVM_EXIT_WAIT_S = 60
 
 
+def quietly(stop: Callable[[], object]) -> None:
+    """Run a best-effort stop at exit with logging off and its errors dropped. When the JVM
+    closes py4j's connection during a command (as it may while it stops), py4j reports it with
+    `logging.exception` on the root logger, which configures logging and prints a traceback on
+    the terminal after the command's last line. The command's outcome is decided by then."""
+    before = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        with contextlib.suppress(Exception):
+            stop()
+    finally:
+        logging.disable(before)
+
+
 def wait_for_jvm_at_exit(proc: Any) -> None:
     """When this process ends, stop Spark and wait for its JVM (`proc`, the child PySpark
     started) to exit. The JVM exits on its own once our end closes its stdin, but no longer
@@ -158,9 +173,8 @@ def wait_for_jvm_at_exit(proc: Any) -> None:
 
     def _wait() -> None:
         spark_context = getattr(sys.modules.get("pyspark"), "SparkContext", None)
-        with contextlib.suppress(Exception):
-            if spark_context is not None and spark_context._active_spark_context is not None:
-                spark_context._active_spark_context.stop()
+        if spark_context is not None and spark_context._active_spark_context is not None:
+            quietly(spark_context._active_spark_context.stop)
         with contextlib.suppress(Exception):
             proc.stdin.close()
             proc.wait(timeout=JVM_EXIT_WAIT_S)

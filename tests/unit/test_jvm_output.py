@@ -128,3 +128,29 @@ def test_a_command_ends_after_its_jvm(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stderr
     assert marker.read_text() == "written at exit"
+
+
+_STOP_LOGS = """
+import logging, sys
+from shadow_backfill.jvm_output import quietly
+
+def stop():  # as py4j reports a connection the JVM closed during a command
+    try:
+        raise ConnectionResetError(104, "Connection reset by peer")
+    except ConnectionResetError:
+        logging.exception("Exception while sending command.")
+        raise
+
+quietly(stop)
+logging.getLogger("after").error("logging works again")
+"""
+
+
+def test_the_stop_at_exit_prints_no_traceback(tmp_path: Path) -> None:
+    """py4j logs a connection reset during Spark's stop with `logging.exception` on the root
+    logger (CI met it after a failed command's last line). The stop at exit runs with logging
+    off: nothing of it reaches the terminal, and logging is on again afterwards."""
+    run = subprocess.run([sys.executable, "-c", _STOP_LOGS], capture_output=True, text=True, timeout=60, check=False)
+    assert run.returncode == 0, run.stderr
+    assert "Traceback" not in run.stderr and "Exception while sending" not in run.stderr, run.stderr
+    assert "logging works again" in run.stderr
