@@ -92,6 +92,11 @@ class Backfill(Commands[RunResult, RunPlan, ValidationResult, BackfillResult]):
         self._spark = spark
 
     @property
+    def session_started(self) -> bool:
+        """Whether this object has a Spark session (a command that never needed one has none)."""
+        return self._spark is not None
+
+    @property
     def spark(self) -> SparkSession:
         if self._spark is None:
             self._spark = open_session(self.config)
@@ -241,6 +246,10 @@ class Backfill(Commands[RunResult, RunPlan, ValidationResult, BackfillResult]):
 
     def promoter(self) -> Promoter:
         return Promoter(self.table, code_fingerprint=self._fingerprint_or_none())
+
+    def code_fingerprint(self) -> str | None:
+        """The transform's code fingerprint (what the run pins), or None if it cannot be read."""
+        return self._fingerprint_or_none()
 
     def _fingerprint_or_none(self) -> str | None:
         try:

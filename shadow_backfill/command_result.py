@@ -126,6 +126,11 @@ class CommandResult:
         )
 
 
+def rollback(kind: Kind, target: str, rollback_id: str, partitions: Iterable[str]) -> CommandResult:
+    """A rollback that committed: the partitions it restored, under its own id."""
+    return CommandResult("rollback", kind, target, promoted=tuple(partitions), promotion_id=rollback_id)
+
+
 def _ordered(selected: Iterable[str], why: Mapping[str, str]) -> dict[str, str]:
     """`why` in the order of the selection (what a reader of the result scans first)."""
     return {k: why[k] for k in selected if k in why}

@@ -13,7 +13,10 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from shadow_backfill import command_result
+from shadow_backfill.cli import telling
 from shadow_backfill.cli.job import AllowWarnOption, Job, QuietOption, job_options
+from shadow_backfill.cli.notify import NotifyDryRunOption, send_sample
 from shadow_backfill.cli.output import (
     commands,
     out,
@@ -122,7 +125,9 @@ def open_backfill(
         check(checked)
     from shadow_backfill.api import Backfill
 
-    return Backfill(checked)
+    opened = Backfill(checked)
+    telling.opened(opened.live_table, checked.notify, [(opened.live_table, opened)])
+    return opened
 
 
 @command
@@ -223,6 +228,8 @@ def promote(
     """Promote passing shadow partitions into the live table in ONE atomic commit."""
     if as_json and not dry_run:
         raise UsageError("--json goes with --dry-run (a promotion prints its summary)")
+    if dry_run:
+        telling.skip()
     names = split_partitions(partitions)
     cfg = load_config(config)
     check_before_engine(cfg, Selection(partitions=names), required=False, live=False)
@@ -284,7 +291,9 @@ def rollback(
 ) -> None:
     """Undo a promotion exactly (its partitions, one atomic commit), or restore a whole version."""
     check_rollback_asked(promotion, to_version)
-    rec = open_backfill(config).rollback(promotion, to_version=to_version, force=force)
+    bf = open_backfill(config)
+    rec = bf.rollback(promotion, to_version=to_version, force=force)
+    telling.told(command_result.rollback("table", bf.live_table, rec.id, rec.partitions))
     what = f"undid {rec.target}" if rec.target else f"restored version {rec.to_version}"
     out.print(
         f"{rec.id}: {what} on {len(rec.partitions)} partition(s) of {rec.live_table}: "
@@ -359,6 +368,13 @@ def backfill(asked: Asked, job: Job, config: Path = ConfigArg, canary: int | Non
         with recomputing(box, job.quiet) as progress:
             result = bf.backfill(start, end, names, **job.backfill_knobs(), progress=progress, timebox=box)
     print_backfill(result, bf.live_table, verbose=job.verbose)
+
+
+@command
+def notify_test(config: Path = ConfigArg, dry_run: bool = NotifyDryRunOption) -> None:
+    """Post a sample message to every webhook of the config's notify: (exit 1 if one did not take it)."""
+    cfg = load_config(config)
+    send_sample(cfg.notify, cfg.live_table, "table", dry_run=dry_run, source=str(config))
 
 
 @command

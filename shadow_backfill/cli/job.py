@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol, TypedDict, TypeVar
 
 import typer
 
+from shadow_backfill.cli import telling
 from shadow_backfill.cli.groups import F, Option, option_group
 from shadow_backfill.cli.limits import MaxDurationOption, PromotePartialOption, UntilOption, check_limits
 from shadow_backfill.cli.selection import Windowed
@@ -86,6 +87,8 @@ class Job:
         config opens anything."""
         asked.check(as_json=self.as_json, dry_run=self.dry_run)
         check_limits(self.until, self.max_duration)
+        if self.dry_run:
+            telling.skip()  # a dry run writes nothing: nothing to tell
 
     def report_to(self, beside: Path) -> Path | None:
         """Where a backfill writes its reports (checked before the engine starts): `--report`,

@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.text import Text
 from typer.core import TyperGroup
 
+from shadow_backfill.cli import telling
 from shadow_backfill.errors import ShadowBackfillError, ShadowBackfillWarning, UsageError, redact
 from shadow_backfill.jvm_output import log_dir
 from shadow_backfill.outcome import (
@@ -80,6 +81,7 @@ def fail(message: str, code: int = EXIT_FAILED, details: str | None = None) -> N
 
 
 def error_line(line: str) -> None:
+    telling.error(line)
     console.print(Text.assemble(("error:", "bold red"), " ", line), soft_wrap=True)
 
 
@@ -181,12 +183,18 @@ def handle_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def commands(app: typer.Typer) -> Callable[[F], F]:
+# The commands whose ending is told to webhooks and OpenLineage (`cli.telling`).
+TOLD = frozenset({"run", "validate", "promote", "rollback", "backfill"})
+
+
+def commands(app: typer.Typer, kind: str = "table") -> Callable[[F], F]:
     """The decorator that registers a command of `app` with its failures as one line
-    (`handle_errors`): written once, so no command can be registered without it."""
+    (`handle_errors`) and, for the commands in `TOLD`, its ending told (`telling.announced`,
+    of a `table` or a `pipeline`): written once, so no command can be registered without it."""
 
     def command(fn: F) -> F:
-        app.command()(handle_errors(fn))
+        handled = handle_errors(fn)
+        app.command()(telling.announced(kind)(handled) if fn.__name__ in TOLD else handled)
         return fn
 
     return command

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 import typer
 
 from shadow_backfill import command_result
-from shadow_backfill.cli import spelling
+from shadow_backfill.cli import spelling, telling
 from shadow_backfill.cli.job import Job, QuietOption, job_options
+from shadow_backfill.cli.notify import NotifyDryRunOption, send_sample
 from shadow_backfill.cli.output import EXIT_HELD, commands, end, out, split_partitions
 from shadow_backfill.cli.progress import progress_bars
 from shadow_backfill.cli.render import members, pipeline_summary, run_summary, verdict_table
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 app = typer.Typer(
     cls=spelling.Commands, no_args_is_help=True, help="Backfill several tables as one: layers in dependency order."
 )
-command = commands(app)
+command = commands(app, "pipeline")
 PipelineArg = typer.Argument(..., metavar="PIPELINE", help="The pipeline file (YAML).", show_default=False)
 JsonOption = typer.Option(False, "--json", help=spelling.JSON_HELP)
 AllowWarnOption = typer.Option(
@@ -69,7 +70,9 @@ def open_pipeline(
         check(checked)
     from shadow_backfill.pipeline.runner import Pipeline
 
-    return Pipeline(checked)
+    opened = Pipeline(checked)
+    telling.opened(checked.name, checked.spec.notify, list(opened.layers.items()))
+    return opened
 
 
 def open_selected(path: Path, asked: Asked) -> tuple[Pipeline, list[str]]:
@@ -148,7 +151,7 @@ def run(asked: Asked, job: Job, pipeline: Path = PipelineArg) -> None:
         result = p.run(keys.start, keys.end, keys.partitions, **job.knobs(), timebox=box, progress=progress)
     say_finished(p)
     print_run(result)
-    end(command_result.pipeline_run(result, p.file.name).ending)
+    end(telling.told(command_result.pipeline_run(result, p.file.name)))
 
 
 @command
@@ -161,6 +164,7 @@ def validate(asked: Asked, pipeline: Path = PipelineArg, as_json: bool = JsonOpt
     with progress_bars(quiet or as_json) as progress:
         result = p.validate(keys.start, keys.end, keys.partitions, progress=progress)
     done = command_result.pipeline_validation(result, p.file.name)
+    telling.told(done)
     if as_json:
         spelling.print_json(done.document())
     else:
@@ -199,6 +203,7 @@ def promote(
     p = open_pipeline(pipeline, first_checks(asked, required=False))
     result = p.promote(asked.start, asked.end, split_partitions(asked.partitions), allow_warn=allow_warn)
     done = command_result.pipeline_promotion(result, p.file.name)
+    telling.told(done)
     if as_json:
         spelling.print_json(done.document())
     else:
@@ -215,6 +220,7 @@ def rollback(
     """Undo a pipeline promotion: every layer's promotion, downstream first."""
     p = open_pipeline(pipeline)
     rec = p.rollback(promotion)
+    telling.told(command_result.rollback("pipeline", p.file.name, rec.id, rec.partitions))
     say_finished(p)
     out.print(f"{rec.id}: undid {rec.target} on {len(rec.partitions)} partition(s) ({members(rec)})", markup=False)
 
@@ -275,7 +281,14 @@ def backfill(asked: Asked, job: Job, pipeline: Path = PipelineArg, canary: str |
             for line in promoted(result.promotion):
                 out.print(line, markup=False)
         out.print(f"report: {result.reports['html']}")
-    end(command_result.pipeline_backfill(result, p.file.name).ending)
+    end(telling.told(command_result.pipeline_backfill(result, p.file.name)))
+
+
+@command
+def notify_test(pipeline: Path = PipelineArg, dry_run: bool = NotifyDryRunOption) -> None:
+    """Post a sample message to every webhook of the pipeline's notify: (exit 1 if one did not take it)."""
+    checked = load_pipeline(pipeline)
+    send_sample(checked.spec.notify, checked.name, "pipeline", dry_run=dry_run, source=str(pipeline))
 
 
 spelling.spelled(app)

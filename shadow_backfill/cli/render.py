@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 from rich.text import Text
 
+from shadow_backfill.cli import telling
 from shadow_backfill.cli.output import console, end, out, write_log
 from shadow_backfill.command_result import table_backfill, table_canary, table_promotion, table_run, table_validation
 from shadow_backfill.outcome import finished_canaries_outcome
@@ -52,7 +53,7 @@ def log_failures(run: Any) -> None:
 def fail_if_incomplete(result: Any, target: str = "") -> None:
     """Exit as a run that ended (`command_result.table_run`), after naming what failed."""
     print_failed(result)
-    end(table_run(result, target).ending)
+    end(telling.told(table_run(result, target)))
 
 
 def status_table(table_name: str, rows: list[dict[str, Any]]) -> Table:
@@ -90,7 +91,7 @@ def whole_column(table: Table, head: str, names: list[str]) -> None:
 
 def exit_for_verdicts(result: Any, target: str = "") -> None:
     """`validate`'s exit code (`command_result.table_validation`)."""
-    end(table_validation(result, target).ending)
+    end(telling.told(table_validation(result, target)))
 
 
 def print_verdicts(result: Any) -> None:
@@ -187,7 +188,7 @@ def print_backfill(result: Any, target: str = "", *, verbose: bool = False) -> N
     if result.canary is not None:
         print_canary_failures(result.canary)
     log_failures(result.run)
-    end(table_backfill(result, target).ending)
+    end(telling.told(table_backfill(result, target)))
 
 
 def backfill_summary(result: Any, target: str = "") -> list[Text]:
@@ -276,7 +277,7 @@ def print_promotion(plan: Any, record: Any, target: str = "") -> None:
     """A promotion's plan, then its line; exits 1 if it committed nothing
     (`command_result.table_promotion`)."""
     print_plan(plan, dry_run=False)
-    end(table_promotion(plan, record, target).ending)
+    end(telling.told(table_promotion(plan, record, target)))
     out.print(promoted_line(record))
 
 
@@ -296,7 +297,7 @@ def print_canary(result: Any, target: str = "") -> None:
         print_plan(result.plan, dry_run=False)
     else:
         canary_steps(result)
-    end(table_canary(result, target).ending)
+    end(telling.told(table_canary(result, target)))
 
 
 def canary_lines(result: Any) -> list[str]:

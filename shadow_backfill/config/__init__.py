@@ -11,6 +11,7 @@ through (`yaml_file`). The partition scheme's section lives with the scheme
 from __future__ import annotations
 
 from shadow_backfill.config.model import BackfillConfig, first_error, load_config, parse_config
+from shadow_backfill.config.notify import NotifySpec
 from shadow_backfill.config.sections import PromoteSpec, RunSpec, SparkSpec, StateSpec, TransformSpec
 from shadow_backfill.config.validation import (
     ColumnBounds,
@@ -42,6 +43,7 @@ __all__ = [
     "ColumnThresholds",
     "DownstreamQuery",
     "ExpectedChange",
+    "NotifySpec",
     "PValue",
     "PartitionSpec",
     "Policy",

@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from shadow_backfill.config.notify import NotifySpec
 from shadow_backfill.config.sections import PromoteSpec, RunSpec, SparkSpec, StateSpec, TransformSpec
 from shadow_backfill.config.validation import ValidationSpec
 from shadow_backfill.config.yaml_file import read_yaml
@@ -50,6 +51,9 @@ class BackfillConfig(Strict):
     """The validation gate's thresholds and policies."""
     promote: PromoteSpec = Field(default_factory=PromoteSpec)
     """Promotion settings."""
+    notify: list[NotifySpec] = Field(default_factory=list)
+    """Webhooks told how each `run`, `validate`, `promote`, `rollback` and `backfill` ended
+    (Slack, Teams or JSON): see the guide "Lineage and alerts"."""
     time_zone: str = "UTC"
     """The zone the partitions' periods are named in (an IANA name, e.g. `Europe/Berlin`): the day
     2024-03-10 ends at midnight there. `--last N --lag D` windows are counted in it. A timestamp

@@ -20,8 +20,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from shadow_backfill.document import schema_text as report_schema_text
+from shadow_backfill.documents.alert import AlertDoc
 from shadow_backfill.documents.cli import HistoryDoc, PromotionPlanDoc, RunPlanDoc, StatusDoc
 from shadow_backfill.documents.command import CommandDoc
+from shadow_backfill.documents.lineage import ShadowBackfillFacetDoc
 from shadow_backfill.documents.pipeline import PipelineDoc, PipelineHistoryDoc, PipelinePlanDoc
 
 # file name under docs/ -> (model, what prints or writes it)
@@ -34,6 +36,8 @@ PUBLISHED: dict[str, tuple[type[BaseModel], str]] = {
     "pipeline-history.schema.json": (PipelineHistoryDoc, "shadow-backfill pipeline history --json"),
     "command.schema.json": (CommandDoc, "what a command did (command_result.CommandResult); validate --json"),
     "promotion-plan.schema.json": (PromotionPlanDoc, "shadow-backfill promote --dry-run --json"),
+    "alert.schema.json": (AlertDoc, "what a json webhook of notify: receives"),
+    "lineage-facet.schema.json": (ShadowBackfillFacetDoc, "the shadowBackfill facet of OpenLineage events"),
 }
 
 

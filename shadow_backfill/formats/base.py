@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructField, StructType
 
 from shadow_backfill.errors import ConfigError, RefusedError, SessionError
-from shadow_backfill.formats.locations import inside
+from shadow_backfill.formats.locations import LineageDataset, inside, lineage_name
 from shadow_backfill.formats.settings import SessionSettings
 from shadow_backfill.partitions import PartitionScheme, quote_identifier
 
@@ -346,6 +346,17 @@ class TableFormat(ABC):
     def identities(self, tables: Sequence[str]) -> list[TableIdentity | None]:
         """`identity` of each table; a format may read them together (fewer Spark jobs)."""
         return [self.identity(t) for t in tables]
+
+    def lineage_dataset(self, table: str) -> LineageDataset:
+        """`table` as lineage names it (`LineageDataset`); a table not created yet has no version."""
+        found = self.identity(table)
+        location = found.location if found is not None else table
+        namespace, name = lineage_name(location)
+        named = "/" not in table and "://" not in table
+        version = self.current_version(table) if found is not None and self.exists(table) else None
+        return LineageDataset(
+            namespace, name, table if named else None, self.name, "parquet", None if version is None else str(version)
+        )
 
     def check_distinct(self, live: str, shadow: str) -> None:
         """Refuse a shadow that is, contains or lies inside the live table, whatever its name."""

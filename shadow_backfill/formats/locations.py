@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+from dataclasses import dataclass
 from urllib.parse import urlparse
 
 # Hadoop's connectors for one store, and the name the store goes by.
@@ -44,3 +45,28 @@ def table_spelling(table: str, base_dir: str) -> str:
         return normalize_location(table if absolute else os.path.join(base_dir, table))
     name = table.lower().replace("`", "")  # a quoted part is the same table
     return name.removeprefix("spark_catalog.") if name.count(".") >= 2 else name
+
+
+def lineage_name(location: str) -> tuple[str, str]:
+    """A normalized location as OpenLineage's dataset naming spells it (and so its Spark
+    integration): a local path is namespace `file` and the absolute path; an object store's
+    is `scheme://bucket` and the key without its leading slash."""
+    parsed = urlparse(location)
+    if parsed.scheme in ("", "file"):
+        return "file", parsed.path if parsed.scheme else location
+    return f"{parsed.scheme}://{parsed.netloc}", parsed.path.lstrip("/")
+
+
+@dataclass(frozen=True)
+class LineageDataset:
+    """A table as lineage systems name it: OpenLineage's naming of a physical location
+    (`namespace` `file` with an absolute path, or `s3://bucket` with the key), the catalog
+    name it goes by (`symlink`, for a table reached by name), how it is stored and its version
+    (an Iceberg snapshot id, a Delta version, a Parquet table's version in the tool's log)."""
+
+    namespace: str
+    name: str
+    symlink: str | None
+    storage_layer: str
+    file_format: str
+    version: str | None

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import Field, PositiveInt, ValidationError, model_validator
 
 from shadow_backfill.config import BackfillConfig, first_error, load_config, read_yaml
+from shadow_backfill.config.notify import NotifySpec
 from shadow_backfill.config.validation import require_ordered
 from shadow_backfill.errors import ConfigError
 from shadow_backfill.formats.locations import table_spelling
@@ -79,6 +80,9 @@ class PipelineSpec(Strict):
     tables: dict[str, TableEntry]
     consistency: list[Consistency] = Field(default_factory=list)
     run: PipelineRunSpec = Field(default_factory=PipelineRunSpec)
+    notify: list[NotifySpec] = Field(default_factory=list)
+    """Webhooks told how each pipeline command ended (as a config's `notify`); the layers'
+    own `notify` is not used by pipeline commands: one message per command."""
 
     @model_validator(mode="after")
     def _known(self) -> PipelineSpec:

@@ -32,7 +32,17 @@ CANONICAL = {
     "partitions": "--partitions",
 }
 # Commands that print no result document: what they print is a path, or a line per change.
-NO_RESULT = {"demo", "report", "rollback", "gc", "pipeline rollback", "pipeline report"}
+# `notify-test` checks a person's wiring: its `--dry-run` prints the messages themselves.
+NO_RESULT = {
+    "demo",
+    "report",
+    "rollback",
+    "gc",
+    "pipeline rollback",
+    "pipeline report",
+    "notify-test",
+    "pipeline notify-test",
+}
 # Commands with writing options that belong to the main job: `backfill` has what `promote` and
 # `run` have (a pipeline promotes its set in one commit per layer: no canary there).
 BACKFILL_HAS = {

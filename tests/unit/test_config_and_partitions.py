@@ -99,17 +99,29 @@ def test_cli_config_error_exits_2_with_one_line(tmp_path: Path) -> None:
     assert "field 'format'" in result.output
 
 
-COMMANDS = ["run", "status", "validate", "report", "promote", "rollback", "gc", "history", "backfill", "demo"]
-PIPELINE_COMMANDS = ["run", "validate", "status", "promote", "rollback", "history", "report", "backfill"]
+COMMANDS = [
+    "run",
+    "status",
+    "validate",
+    "report",
+    "promote",
+    "rollback",
+    "gc",
+    "history",
+    "backfill",
+    "notify-test",
+    "demo",
+]
+PIPELINE_COMMANDS = ["run", "validate", "status", "promote", "rollback", "history", "report", "backfill", "notify-test"]
 
 
 def test_help_lists_commands() -> None:
     result = CliRunner().invoke(app, ["--help"])
     assert result.exit_code == 0
     panel = result.output.split("Commands", 1)[1]
-    listed = re.findall(r"^[│|] (\w+) {2,}\S", panel, flags=re.M)
+    listed = re.findall(r"^[│|] ([\w-]+) {2,}\S", panel, flags=re.M)
     assert listed == [*COMMANDS, "pipeline"], result.output
-    assert [c.name or c.callback.__name__ for c in app.registered_commands] == COMMANDS  # type: ignore[union-attr]
+    assert [c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands] == COMMANDS  # type: ignore[union-attr]
     for cmd in COMMANDS:
         sub = CliRunner().invoke(app, [cmd, "--help"])
         assert sub.exit_code == 0 and "Usage:" in sub.output, sub.output

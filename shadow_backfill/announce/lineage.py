@@ -1,0 +1,105 @@
+"""A command as OpenLineage run events: START when it opens its config, then COMPLETE, FAIL or
+ABORT as its exit code says, sent through the OpenLineage client with the user's own client
+configuration (any transport the client supports).
+
+Nothing here runs, and `openlineage` is not imported, unless the client is configured
+(`configured`): a user without lineage pays nothing. The events name tables as OpenLineage's
+Spark integration names them (`formats.locations.lineage_name`), so they join the user's own
+Spark jobs' lineage; `validate` and `backfill` attach each judged partition's checks to the
+shadow as `dataQualityAssertions`, and a promotion's or rollback's live table carries the tool's
+`shadowBackfill` facet (`documents.lineage`). A pipeline's command is one run, and each layer a
+run nested under it (`parent`). A lineage backend that fails costs one `warning:` line.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from shadow_backfill.announce.runs import Job, RunPlan
+from shadow_backfill.announce.told import Told
+from shadow_backfill.errors import ShadowBackfillWarning, first_line, redact
+
+_SWITCHES = ("OPENLINEAGE_URL", "OPENLINEAGE_CONFIG")
+
+
+def configured(environ: dict[str, str] | None = None) -> bool:
+    """Whether the OpenLineage client has somewhere to send events: its URL, its config file
+    (named, in the working folder, or in ~/.openlineage) or `OPENLINEAGE__` variables, and
+    `OPENLINEAGE_DISABLED` is not true."""
+    env = dict(os.environ) if environ is None else environ
+    if env.get("OPENLINEAGE_DISABLED", "").strip().lower() == "true":
+        return False
+    if any(env.get(k) for k in _SWITCHES) or any(k.startswith("OPENLINEAGE__") for k in env):
+        return True
+    return any(p.is_file() for p in (Path.cwd() / "openlineage.yml", Path.home() / ".openlineage" / "openlineage.yml"))
+
+
+def parent_of(value: str | None) -> Job | None:
+    """`OPENLINEAGE_PARENT_ID` as Airflow's provider passes it, `namespace/job name/run id` (the
+    job's name may hold slashes); None if unset or malformed (a warning names the variable)."""
+    if not value:
+        return None
+    namespace, _, rest = value.partition("/")
+    name, _, run_id = rest.rpartition("/")
+    try:
+        uuid.UUID(run_id)
+    except ValueError:
+        name = ""
+    if not namespace or not name:
+        warnings.warn(ShadowBackfillWarning("lineage: OPENLINEAGE_PARENT_ID is not namespace/job/run-id"), stacklevel=2)
+        return None
+    return Job(namespace, name, run_id)
+
+
+@dataclass
+class Lineage:
+    """One command's lineage run: `start` once the config names the job, `end` with its ending."""
+
+    plan: RunPlan
+    client: Any = None
+    started: bool = False
+
+    @classmethod
+    def open(cls, plan: RunPlan) -> Lineage | None:
+        """The run's lineage if the client is configured and installed, else None (a warning
+        if configured but `openlineage-python` is missing)."""
+        if not configured():
+            return None
+        try:
+            from openlineage.client import OpenLineageClient
+        except ImportError:
+            warnings.warn(
+                ShadowBackfillWarning(
+                    "lineage: OpenLineage is configured but not installed: pip install openlineage-python"
+                ),
+                stacklevel=2,
+            )
+            return None
+        return cls(plan, OpenLineageClient())
+
+    def start(self) -> None:
+        from shadow_backfill.announce.lineage_events import start_event
+
+        if not self.started:
+            self.started = self._emit([start_event(self.plan)])
+
+    def end(self, told: Told) -> None:
+        from shadow_backfill.announce.lineage_events import end_events
+
+        self._emit(end_events(self.plan, told))
+
+    def _emit(self, events: list[Any]) -> bool:
+        """Send `events`; a backend that refuses or is down is one warning, never a failure."""
+        try:
+            for event in events:
+                self.client.emit(event)
+            return True
+        except Exception as exc:  # a lineage backend must not fail the command
+            line = f"lineage: the OpenLineage backend did not take the events ({first_line(exc, 200)})"
+            warnings.warn(ShadowBackfillWarning(redact(line)), stacklevel=2)
+            return False

@@ -1,0 +1,150 @@
+"""The CLI's side of announcing (`shadow_backfill.announce`): which commands are told, and the
+three moments it takes: the command opens its config (`opened`: the lineage run starts), it has
+its typed account (`told`), and it exits (`announced`'s wrapper: alerts and the lineage end).
+
+A command's code stays as it was: it opens its config through `open_backfill`/`open_pipeline`,
+renders its result, and exits through `output.end`/`fail`; each of those hands this module what
+it knows. Nothing is told before the config is read (a config that cannot be read has no
+`notify:`), and telling never changes the exit code: it runs after the code is decided.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import os
+import uuid
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import typer
+
+from shadow_backfill.announce.runs import RunPlan
+
+if TYPE_CHECKING:
+    from shadow_backfill.announce.lineage import Lineage
+    from shadow_backfill.api import Backfill
+    from shadow_backfill.command_result import CommandResult
+    from shadow_backfill.config import NotifySpec
+    from shadow_backfill.outcome import Ending
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass
+class Telling:
+    """What one told command has gathered so far."""
+
+    command: str
+    kind: str
+    plan: RunPlan | None = None
+    notify: Sequence[NotifySpec] = ()
+    lineage: Lineage | None = None
+    tables: list[tuple[str, Backfill]] = field(default_factory=list)
+    result: CommandResult | None = None
+    error: str | None = None
+
+
+_current: ContextVar[Telling | None] = ContextVar("telling", default=None)
+
+
+def announced(kind: str) -> Callable[[F], F]:
+    """Tell the ending of the decorated command (of a table or a `pipeline`) to the config's
+    webhooks and to OpenLineage. Outside `output.handle_errors`, so it sees the exit code."""
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            telling = Telling(fn.__name__, kind)
+            token = _current.set(telling)
+            code = 1
+            try:
+                fn(*args, **kwargs)
+                code = 0
+            except typer.Exit as exc:
+                code = exc.exit_code
+                raise
+            finally:
+                _current.reset(token)
+                finish(telling, code)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def opened(target: str, notify: Sequence[NotifySpec], tables: list[tuple[str, Backfill]]) -> None:
+    """The command read its config: name its run, and start its lineage run."""
+    telling = _current.get()
+    if telling is None or telling.plan is not None:
+        return
+    from shadow_backfill.announce.lineage import Lineage, parent_of
+
+    layers = {key: str(uuid.uuid4()) for key, _ in tables} if telling.kind == "pipeline" else {}
+    parent = parent_of(os.environ.get("OPENLINEAGE_PARENT_ID"))
+    telling.plan = RunPlan(telling.command, telling.kind, target, parent=parent, layers=layers)
+    telling.notify, telling.tables = notify, tables
+    telling.lineage = Lineage.open(telling.plan)
+    if telling.lineage is not None:
+        telling.lineage.start()
+
+
+def told(result: CommandResult) -> Ending:
+    """Keep the command's account, as it is about to exit by its ending (returned)."""
+    telling = _current.get()
+    if telling is not None:
+        telling.result = result
+    return result.ending
+
+
+def skip() -> None:
+    """This command is not told after all (a dry run: it writes nothing)."""
+    telling = _current.get()
+    if telling is not None:
+        _current.set(None)
+
+
+def error(line: str) -> None:
+    """The command's `error:` line (the last one given is the one it exits with)."""
+    telling = _current.get()
+    if telling is not None:
+        telling.error = line
+
+
+def finish(telling: Telling, code: int) -> None:
+    """Alerts and the lineage end, once the exit code is decided; nothing if the config was
+    never read."""
+    plan = telling.plan
+    if plan is None or (not telling.notify and telling.lineage is None):
+        return
+    from shadow_backfill.announce import Told
+    from shadow_backfill.announce.facts import gather
+
+    result = telling.result
+    line = telling.error or (result.ending.line if result is not None and code else None)
+    partitions = [*result.judged, *result.promoted] if result is not None else []
+    lineage = telling.lineage is not None
+    facts = [gather(key, bf, partitions, datasets=lineage and bf.session_started) for key, bf in telling.tables]
+    ending = Told(
+        telling.command,
+        "pipeline" if telling.kind == "pipeline" else "table",
+        plan.target,
+        code,
+        plan.run_id,
+        plan.started,
+        dt.datetime.now(dt.timezone.utc),
+        result=result,
+        error=line or None,
+        tables=tuple(facts),
+    )
+    if telling.notify:
+        from shadow_backfill.announce.webhooks import notify
+
+        notify(telling.notify, ending)
+    if telling.lineage is not None:
+        telling.lineage.end(ending)
+
+
+__all__ = ["announced", "error", "opened", "skip", "told"]
