@@ -45,8 +45,10 @@ class TableFacts:
 
 
 def gather(key: str, bf: Backfill, judged: Sequence[str], *, datasets: bool) -> TableFacts:
-    """`bf`'s facts; `datasets`: also where its tables lie and their versions (a command that
-    started Spark; a command that only read the store does not start it for this)."""
+    """`bf`'s facts; `datasets`: also where its tables lie, their versions and the code (a
+    command that started Spark; one that never did, such as a refusal, is not made to start it
+    or to import the transform). Verdicts are read only for partitions a command judged or
+    promoted: a command refused before any work opens no state store (it must write nothing)."""
     cfg = bf.config
     live = shadow = fingerprint = None
     verdicts: list[VerdictRecord] = []
@@ -54,9 +56,9 @@ def gather(key: str, bf: Backfill, judged: Sequence[str], *, datasets: bool) -> 
         if datasets:
             live = bf.table_format.lineage_dataset(bf.live_table)
             shadow = bf.table_format.lineage_dataset(bf.shadow_table)
-        fingerprint = bf.code_fingerprint()
-        wanted = set(judged)
-        verdicts = [v for v in bf.verdicts() if v.partition in wanted]
+            fingerprint = bf.code_fingerprint()
+        if wanted := set(judged):
+            verdicts = [v for v in bf.verdicts() if v.partition in wanted]
     except Exception as exc:  # telling must not fail the command it tells of
         warnings.warn(
             ShadowBackfillWarning(f"could not read the facts of {bf.live_table}: {first_line(exc, 200)}"),

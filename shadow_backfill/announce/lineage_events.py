@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Sequence
 from typing import Any, cast
@@ -196,7 +197,10 @@ def table_datasets(told: Told, table: TableFacts) -> tuple[list[Any], list[Any]]
     if table.live is not None:
         lv = table.live
         if command in _READS_CHECKS:
-            inputs.append(InputDataset(lv.namespace, lv.name, facets=dataset_facets(lv)))
+            # the version the checks compared against (a backfill's promotion moved live since)
+            compared = {str(v.live_version) for v in table.verdicts if v.live_version is not None}
+            read = dataclasses.replace(lv, version=compared.pop()) if len(compared) == 1 else lv
+            inputs.append(InputDataset(lv.namespace, lv.name, facets=dataset_facets(read)))
         if command in ("promote", "backfill", "rollback") and promoted:
             facets = dataset_facets(lv) | {FACET_KEY: _our_facet(told, table, promoted)}
             outputs.append(OutputDataset(lv.namespace, lv.name, facets=facets))

@@ -121,12 +121,13 @@ def open_backfill(
     `check`: the command's own checks that need no engine (`selection.check_first`); `promote`:
     the `promote` settings the command's options override (`--allow-warn`, `--canary`)."""
     checked = load_config(config).promoting(**promote)
+    telling.opened(checked.live_table, checked.notify)  # a refusal below is told too
     if check is not None:
         check(checked)
     from shadow_backfill.api import Backfill
 
     opened = Backfill(checked)
-    telling.opened(opened.live_table, checked.notify, [(opened.live_table, opened)])
+    telling.working_on([(opened.live_table, opened)])
     return opened
 
 

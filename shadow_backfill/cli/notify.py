@@ -33,13 +33,14 @@ def send_sample(specs: Sequence[NotifySpec], target: str, kind: str, *, dry_run:
     for spec in specs:
         body = message(told, spec.format)
         if dry_run:
-            out.print(f"{spec.where} ({spec.format}):\n{json.dumps(body, indent=2)}", markup=False)
+            out.print(f"{spec.where} ({spec.format}):\n{json.dumps(body, indent=2, ensure_ascii=False)}", markup=False)
             continue
         done = deliver(spec, body)
         if done.delivered:
             out.print(f"{spec.where} ({spec.format}): delivered", markup=False)
         else:
             failed += 1
-            out.print(f"{spec.where} ({spec.format}): not delivered after {done.tries} tries ({done.problem})")
+            tries = f" after {done.tries} tries" if done.tries > 1 else ""
+            out.print(f"{spec.where} ({spec.format}): not delivered{tries} ({done.problem})", markup=False)
     if failed:
         raise typer.Exit(EXIT_FAILED)

@@ -66,12 +66,13 @@ def open_pipeline(
     if allow_warn is not None:
         layers = {key: cfg.promoting(allow_warn=allow_warn) for key, cfg in checked.configs.items()}
         checked = dataclasses.replace(checked, configs=layers)
+    telling.opened(checked.name, checked.spec.notify, layers=checked.order)  # a refusal below is told too
     if check is not None:
         check(checked)
     from shadow_backfill.pipeline.runner import Pipeline
 
     opened = Pipeline(checked)
-    telling.opened(checked.name, checked.spec.notify, list(opened.layers.items()))
+    telling.working_on(list(opened.layers.items()))
     return opened
 
 

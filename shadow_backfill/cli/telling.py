@@ -75,20 +75,28 @@ def announced(kind: str) -> Callable[[F], F]:
     return decorate
 
 
-def opened(target: str, notify: Sequence[NotifySpec], tables: list[tuple[str, Backfill]]) -> None:
-    """The command read its config: name its run, and start its lineage run."""
+def opened(target: str, notify: Sequence[NotifySpec], layers: Sequence[str] = ()) -> None:
+    """The command read its config (and a pipeline's `layers`): name its run, and start its
+    lineage run. Before the command's own checks and before PySpark is imported."""
     telling = _current.get()
     if telling is None or telling.plan is not None:
         return
     from shadow_backfill.announce.lineage import Lineage, parent_of
 
-    layers = {key: str(uuid.uuid4()) for key, _ in tables} if telling.kind == "pipeline" else {}
     parent = parent_of(os.environ.get("OPENLINEAGE_PARENT_ID"))
-    telling.plan = RunPlan(telling.command, telling.kind, target, parent=parent, layers=layers)
-    telling.notify, telling.tables = notify, tables
+    runs = {key: str(uuid.uuid4()) for key in layers}
+    telling.plan = RunPlan(telling.command, telling.kind, target, parent=parent, layers=runs)
+    telling.notify = notify
     telling.lineage = Lineage.open(telling.plan)
     if telling.lineage is not None:
         telling.lineage.start()
+
+
+def working_on(tables: list[tuple[str, Backfill]]) -> None:
+    """The tables the command works on, passed its checks: their facts are read as it ends."""
+    telling = _current.get()
+    if telling is not None:
+        telling.tables = tables
 
 
 def told(result: CommandResult) -> Ending:
@@ -147,4 +155,4 @@ def finish(telling: Telling, code: int) -> None:
         telling.lineage.end(ending)
 
 
-__all__ = ["announced", "error", "opened", "skip", "told"]
+__all__ = ["announced", "error", "opened", "skip", "told", "working_on"]

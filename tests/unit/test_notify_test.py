@@ -1,0 +1,72 @@
+"""`notify-test`: a sample message to each webhook of a config's and a pipeline's `notify:`,
+posted to real receivers on loopback, with no engine (the unit tier imports no PySpark)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from support.receiver import receiver
+from typer.testing import CliRunner
+
+from shadow_backfill.cli import app
+
+SECRET = "T0/B0/not-a-real-token"
+
+
+def _config(tmp_path: Path, notify: list[dict[str, object]]) -> Path:
+    cfg = {
+        "live_table": "local.db.features",
+        "format": "iceberg",
+        "partition": {"column": "ds", "granularity": "daily"},
+        "transform": {"function": "features:v2"},
+        "notify": notify,
+    }
+    path = tmp_path / "backfill.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def test_a_sample_reaches_every_webhook_and_a_failing_one_exits_1(tmp_path: Path) -> None:
+    with receiver("ok") as chat, receiver("error") as down:
+        cfg = _config(
+            tmp_path,
+            [{"url": f"{chat.url}/{SECRET}", "on": ["success"]}, {"url": f"{down.url}/{SECRET}", "retries": 0}],
+        )
+        done = CliRunner().invoke(app, ["notify-test", str(cfg)])
+        [got] = chat.wait_for(1)
+    assert done.exit_code == 1, done.output
+    assert done.output.splitlines() == ["127.0.0.1 (slack): delivered", "127.0.0.1 (slack): not delivered (HTTP 500)"]
+    assert (
+        got.json()["text"] == "local.db.features backfill 2024-01-01..2024-01-05: 3 promoted, 1 failed, 1 held — exit 1"
+    )
+    assert SECRET not in done.output
+
+
+def test_a_dry_run_prints_the_messages_and_posts_nothing(tmp_path: Path) -> None:
+    with receiver("ok") as hook:
+        cfg = _config(tmp_path, [{"url": hook.url, "format": "json"}])
+        done = CliRunner().invoke(app, ["notify-test", str(cfg), "--dry-run"])
+        assert hook.requests == []
+    assert done.exit_code == 0, done.output
+    body = json.loads(done.output.split("\n", 1)[1])
+    assert body["sample"] is True and body["result"]["promoted"] == ["2024-01-01", "2024-01-02", "2024-01-03"]
+
+
+def test_no_webhook_is_a_usage_error(tmp_path: Path) -> None:
+    done = CliRunner().invoke(app, ["notify-test", str(_config(tmp_path, []))])
+    assert done.exit_code == 2 and done.output.strip().endswith("notify lists no webhook"), done.output
+
+
+def test_a_pipeline_file_has_its_own(tmp_path: Path) -> None:
+    layer = _config(tmp_path, [])
+    with receiver("ok") as hook:
+        pipeline = tmp_path / "nightly.yaml"
+        spec = {"tables": {"features": {"config": layer.name}}, "notify": [{"url": hook.url, "format": "teams"}]}
+        pipeline.write_text(yaml.safe_dump(spec))
+        done = CliRunner().invoke(app, ["pipeline", "notify-test", str(pipeline)])
+        [got] = hook.wait_for(1)
+    assert done.exit_code == 0, done.output
+    card = got.json()["attachments"][0]["content"]
+    assert card["body"][0]["text"].startswith("pipeline nightly backfill")
