@@ -111,7 +111,8 @@ def dataset_facets(ds: LineageDataset) -> dict[str, DatasetFacet]:
         )
     }
     if ds.symlink is not None:
-        ident = symlinks_dataset.Identifier(namespace=ds.namespace, name=ds.symlink, type="TABLE")
+        namespace = ds.symlink_namespace or ds.namespace
+        ident = symlinks_dataset.Identifier(namespace=namespace, name=ds.symlink, type="TABLE")
         facets["symlinks"] = symlinks_dataset.SymlinksDatasetFacet(identifiers=[ident], producer=PRODUCER)
     if ds.version is not None:
         facets["version"] = dataset_version_dataset.DatasetVersionDatasetFacet(

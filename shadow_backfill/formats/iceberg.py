@@ -9,6 +9,7 @@ goes into snapshot properties.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import importlib
 import re
@@ -31,7 +32,7 @@ from shadow_backfill.formats.base import (
     empty_frame,
     user_jars,
 )
-from shadow_backfill.formats.locations import normalize_location
+from shadow_backfill.formats.locations import LineageDataset, normalize_location
 from shadow_backfill.formats.races import read_again_on_commit_race
 from shadow_backfill.formats.runtimes import spark_line
 from shadow_backfill.formats.settings import SessionSettings
@@ -105,6 +106,18 @@ class IcebergFormat(TableFormat):
                 }
             )
         return conf
+
+    def lineage_dataset(self, table: str) -> LineageDataset:
+        """The catalog name as OpenLineage's Spark listener gives it (measured: bench/lineage_names.py):
+        the table without its catalog, in the namespace of the catalog's warehouse (or URI)."""
+        found = super().lineage_dataset(table)
+        catalog, _, name = table.partition(".")
+        setting = f"spark.sql.catalog.{catalog}"
+        where = self.spark.conf.get(f"{setting}.warehouse", None) or self.spark.conf.get(f"{setting}.uri", None)
+        if not where:
+            return found
+        where = where if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", where) else f"file:{where}"
+        return dataclasses.replace(found, symlink=name, symlink_namespace=where)
 
     # ---- introspection ------------------------------------------------------------------------
 

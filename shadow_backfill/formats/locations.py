@@ -70,3 +70,4 @@ class LineageDataset:
     storage_layer: str
     file_format: str
     version: str | None
+    symlink_namespace: str | None = None  # the catalog's, where it differs from the location's
