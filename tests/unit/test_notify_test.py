@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from support.receiver import receiver
 from typer.testing import CliRunner
@@ -20,11 +21,12 @@ def _config(tmp_path: Path, notify: list[dict[str, object]]) -> Path:
         "live_table": "local.db.features",
         "format": "iceberg",
         "partition": {"column": "ds", "granularity": "daily"},
-        "transform": {"function": "features:v2"},
+        "transform": {"function": "features:v2", "python_path": ["."]},
         "notify": notify,
     }
     path = tmp_path / "backfill.yaml"
     path.write_text(yaml.safe_dump(cfg))
+    (tmp_path / "features.py").write_text("def v2(spark, partitions):\n    return spark.range(1)\n")
     return path
 
 
@@ -70,3 +72,34 @@ def test_a_pipeline_file_has_its_own(tmp_path: Path) -> None:
     assert done.exit_code == 0, done.output
     card = got.json()["attachments"][0]["content"]
     assert card["body"][0]["text"].startswith("pipeline nightly backfill")
+
+
+def test_a_refused_command_is_told_and_dead_receivers_change_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backfill refused after its config was read (no partitions selected: exit 2, before any
+    engine): its failure goes to the webhook and to OpenLineage, both down; the exit code stays 2,
+    each costs one warning line, and the webhook's secret is in no output."""
+    with receiver("error") as hook, receiver("error") as lineage:
+        client = tmp_path / "openlineage.yml"  # the client's own settings: no retries
+        transport = {"type": "http", "url": lineage.url.removesuffix("/hook"), "retry": {"total": 0}}
+        client.write_text(yaml.safe_dump({"transport": transport}))
+        monkeypatch.setenv("OPENLINEAGE_CONFIG", str(client))
+        cfg = _config(tmp_path, [{"url": f"{hook.url}/{SECRET}", "retries": 0}])
+        done = CliRunner().invoke(app, ["backfill", str(cfg)])
+        [alert] = hook.wait_for(1)
+        start, end = (r.json() for r in lineage.wait_for(2))
+    assert done.exit_code == 2, done.output
+    assert done.output.splitlines() == [
+        "warning: lineage: the OpenLineage backend did not take the events (RetryError)",  # the START
+        "error: no partitions selected: give --start/--end, --partitions, or partition.values",
+        "warning: notify: the webhook at 127.0.0.1 did not take the message (HTTP 500)",
+        "warning: lineage: the OpenLineage backend did not take the events (RetryError)",  # the FAIL
+    ]
+    assert alert.json()["text"] == (
+        "local.db.features backfill: no partitions selected: give --start/--end, --partitions, or "
+        "partition.values — exit 2"
+    )
+    assert (start["eventType"], end["eventType"]) == ("START", "FAIL")
+    assert SECRET not in done.output
+    assert not (tmp_path / "warehouse").exists(), "a refusal writes nothing"
