@@ -28,9 +28,7 @@ class TableFacts:
     key: str
     live_table: str
     shadow_table: str
-    format: str
     config_hash: str
-    version: str
     live: LineageDataset | None = None
     shadow: LineageDataset | None = None
     code_fingerprint: str | None = None
@@ -68,9 +66,7 @@ def gather(key: str, bf: Backfill, judged: Sequence[str], *, datasets: bool) -> 
         key=key,
         live_table=bf.live_table,
         shadow_table=bf.shadow_table,
-        format=cfg.format,
         config_hash=cfg.config_hash,
-        version=cfg.version,
         live=live,
         shadow=shadow,
         code_fingerprint=fingerprint,
