@@ -23,23 +23,43 @@ LISTED = 5
 _REASON_CHARS = 200
 
 
+# Why a partition was held, as `command_result` words it: a failed verdict (a promotion's
+# refusal says "verdict fail: ..."), a rolled-back canary, or a `warn` waiting for a person.
+_FAILED_HELD = ("verdict fail", "canary rolled back")
+_WAITING_HELD = ("verdict warn",)
+
+
 def failing(result: CommandResult) -> dict[str, str]:
-    """Each partition that failed, with why: its recompute, its verdict, or a promotion refused."""
+    """Each partition that failed, with why: its recompute, its verdict (judged now, or the
+    stored one a promotion refused it for), a rolled-back canary, or a promotion refused."""
     why = dict(result.failed)
     why |= {k: "verdict fail" for k, v in result.judged.items() if v == CheckStatus.FAIL and k not in why}
+    why |= {k: reason for k, reason in result.held.items() if reason.startswith(_FAILED_HELD) and k not in why}
     why |= {k: reason for k, reason in result.refused.items() if k not in why}
-    return why
+    return {k: why[k] for k in _in_order(result, why)}
 
 
 def waiting(result: CommandResult) -> dict[str, str]:
     """The partitions held for approval (a `warn` not promoted), with why."""
-    return {k: why for k, why in result.held.items() if why == WARN_HELD or result.judged.get(k) == CheckStatus.WARN}
+    held = result.held.items()
+    return {
+        k: why
+        for k, why in held
+        if why == WARN_HELD or why.startswith(_WAITING_HELD) or result.judged.get(k) == CheckStatus.WARN
+    }
+
+
+def _in_order(result: CommandResult, keys: Mapping[str, str]) -> list[str]:
+    """`keys` in the command's selection order, any others after them."""
+    return [k for k in result.selected if k in keys] + [k for k in keys if k not in result.selected]
 
 
 def _span(result: CommandResult) -> str:
+    """The range the command selected: its first and last partition by name (a promotion's
+    selection is its plan's order, not the calendar's)."""
     if not result.selected:
         return ""
-    first, last = result.selected[0], result.selected[-1]
+    first, last = min(result.selected), max(result.selected)
     return f" {first}" if first == last else f" {first}..{last}"
 
 

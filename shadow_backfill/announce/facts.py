@@ -52,8 +52,9 @@ def gather(key: str, bf: Backfill, judged: Sequence[str], *, datasets: bool) -> 
     verdicts: list[VerdictRecord] = []
     try:
         if datasets:
-            live = bf.table_format.lineage_dataset(bf.live_table)
-            shadow = bf.table_format.lineage_dataset(bf.shadow_table)
+            reader = bf.for_dry_run().table_format  # read-only: telling writes nothing, not even a log
+            live = reader.lineage_dataset(bf.live_table)
+            shadow = reader.lineage_dataset(bf.shadow_table)
             fingerprint = bf.code_fingerprint()
         if wanted := set(judged):
             verdicts = [v for v in bf.verdicts() if v.partition in wanted]

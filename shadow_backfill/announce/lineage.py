@@ -16,8 +16,10 @@ from __future__ import annotations
 import os
 import uuid
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from shadow_backfill.announce.runs import Job, RunPlan
@@ -37,6 +39,13 @@ def configured(environ: dict[str, str] | None = None) -> bool:
     if any(env.get(k) for k in _SWITCHES) or any(k.startswith("OPENLINEAGE__") for k in env):
         return True
     return any(p.is_file() for p in (Path.cwd() / "openlineage.yml", Path.home() / ".openlineage" / "openlineage.yml"))
+
+
+def _events() -> ModuleType:
+    """The event builders, which import OpenLineage: only once lineage is on."""
+    from shadow_backfill.announce import lineage_events
+
+    return lineage_events
 
 
 def parent_of(value: str | None) -> Job | None:
@@ -63,6 +72,7 @@ class Lineage:
     plan: RunPlan
     client: Any = None
     started: bool = False
+    broken: bool = False  # a send failed: the rest is not tried (one warning, one delay)
 
     @classmethod
     def open(cls, plan: RunPlan) -> Lineage | None:
@@ -83,23 +93,23 @@ class Lineage:
         return cls(plan, OpenLineageClient())
 
     def start(self) -> None:
-        from shadow_backfill.announce.lineage_events import start_event
-
         if not self.started:
-            self.started = self._emit([start_event(self.plan)])
+            self.started = self._emit(lambda: [_events().start_event(self.plan)])
 
     def end(self, told: Told) -> None:
-        from shadow_backfill.announce.lineage_events import end_events
+        self._emit(lambda: _events().end_events(self.plan, told))
 
-        self._emit(end_events(self.plan, told))
-
-    def _emit(self, events: list[Any]) -> bool:
-        """Send `events`; a backend that refuses or is down is one warning, never a failure."""
+    def _emit(self, events: Callable[[], list[Any]]) -> bool:
+        """Build and send the events; a backend that refuses or is down (or an event that cannot
+        be built) is one warning, never a failure, and the run sends nothing more."""
+        if self.broken:
+            return False
         try:
-            for event in events:
+            for event in events():
                 self.client.emit(event)
             return True
         except Exception as exc:  # a lineage backend must not fail the command
+            self.broken = True
             # the exception's type only: its message quotes the backend's URL, which may hold a key
             line = f"lineage: the OpenLineage backend did not take the events ({type(exc).__name__})"
             warnings.warn(ShadowBackfillWarning(line), stacklevel=2)

@@ -39,9 +39,15 @@ from shadow_backfill.announce.runs import PRODUCER, Job, RunPlan
 from shadow_backfill.announce.told import Told
 from shadow_backfill.documents.lineage import FACET_KEY, FACET_SCHEMA_URL, ShadowBackfillFacetDoc
 from shadow_backfill.formats.locations import LineageDataset
+from shadow_backfill.outcome import EXIT_HELD, EXIT_INTERRUPTED, EXIT_OK, EXIT_STOPPED
 from shadow_backfill.vocabulary import CheckStatus
 
-_STATES = {0: RunState.COMPLETE, 3: RunState.COMPLETE, 4: RunState.ABORT, 130: RunState.ABORT}
+_STATES = {
+    EXIT_OK: RunState.COMPLETE,
+    EXIT_HELD: RunState.COMPLETE,
+    EXIT_STOPPED: RunState.ABORT,
+    EXIT_INTERRUPTED: RunState.ABORT,
+}
 _READS_CHECKS = ("validate", "backfill")
 
 

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from shadow_backfill.config.notify import Outcome
 from shadow_backfill.outcome import EXIT_FAILED, EXIT_HELD, EXIT_INTERRUPTED, EXIT_OK, EXIT_STOPPED, EXIT_USAGE
 
 if TYPE_CHECKING:
     from shadow_backfill.announce.facts import TableFacts
     from shadow_backfill.command_result import CommandResult
 
-Outcome = Literal["failure", "held", "stopped", "success"]
 
 _OUTCOMES: dict[int, Outcome] = {
     EXIT_OK: "success",

@@ -233,6 +233,7 @@ def promote(
         telling.skip()
     names = split_partitions(partitions)
     cfg = load_config(config)
+    telling.opened(cfg.live_table, cfg.notify)  # its refusals below are told too
     check_before_engine(cfg, Selection(partitions=names), required=False, live=False)
     n = canary or cfg.promote.canary
     if not dry_run and n is not None and names is not None and n >= len(set(names)):

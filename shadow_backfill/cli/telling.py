@@ -10,10 +10,12 @@ it knows. Nothing is told before the config is read (a config that cannot be rea
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import os
 import uuid
+import warnings
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -22,6 +24,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import typer
 
 from shadow_backfill.announce.runs import RunPlan
+from shadow_backfill.errors import ShadowBackfillWarning
+from shadow_backfill.outcome import EXIT_USAGE
 
 if TYPE_CHECKING:
     from shadow_backfill.announce.lineage import Lineage
@@ -81,15 +85,28 @@ def opened(target: str, notify: Sequence[NotifySpec], layers: Sequence[str] = ()
     telling = _current.get()
     if telling is None or telling.plan is not None:
         return
-    from shadow_backfill.announce.lineage import Lineage, parent_of
-
-    parent = parent_of(os.environ.get("OPENLINEAGE_PARENT_ID"))
     runs = {key: str(uuid.uuid4()) for key in layers}
-    telling.plan = RunPlan(telling.command, telling.kind, target, parent=parent, layers=runs)
+    telling.plan = RunPlan(telling.command, telling.kind, target, layers=runs)
     telling.notify = notify
-    telling.lineage = Lineage.open(telling.plan)
-    if telling.lineage is not None:
-        telling.lineage.start()
+    telling.plan, telling.lineage = _lineage(telling.plan)
+
+
+def _lineage(plan: RunPlan) -> tuple[RunPlan, Lineage | None]:
+    """The run's lineage, started, if the OpenLineage client is configured (with the scheduler's
+    run as its parent); a client that cannot be set up is one warning, and no lineage."""
+    from shadow_backfill.announce.lineage import Lineage, configured, parent_of
+
+    try:
+        if not configured():
+            return plan, None
+        plan = dataclasses.replace(plan, parent=parent_of(os.environ.get("OPENLINEAGE_PARENT_ID")))
+        lineage = Lineage.open(plan)
+        if lineage is not None:
+            lineage.start()
+        return plan, lineage
+    except Exception as exc:  # the client's own configuration is wrong: the command goes on
+        warnings.warn(ShadowBackfillWarning(f"lineage: OpenLineage is not set up ({type(exc).__name__})"), stacklevel=2)
+        return plan, None
 
 
 def working_on(tables: list[tuple[str, Backfill]]) -> None:
@@ -123,7 +140,17 @@ def error(line: str) -> None:
 
 def finish(telling: Telling, code: int) -> None:
     """Alerts and the lineage end, once the exit code is decided; nothing if the config was
-    never read."""
+    never read. Whatever goes wrong in telling (a bug, Ctrl-C while posting) is one warning:
+    the exit code is the command's."""
+    try:
+        _finish(telling, code)
+    except (Exception, KeyboardInterrupt) as exc:
+        warnings.warn(
+            ShadowBackfillWarning(f"could not tell how the command ended ({type(exc).__name__})"), stacklevel=2
+        )
+
+
+def _finish(telling: Telling, code: int) -> None:
     plan = telling.plan
     if plan is None or (not telling.notify and telling.lineage is None):
         return
@@ -133,8 +160,9 @@ def finish(telling: Telling, code: int) -> None:
     result = telling.result
     line = telling.error or (result.ending.line if result is not None and code else None)
     partitions = [*result.judged, *result.promoted] if result is not None else []
-    lineage = telling.lineage is not None
-    facts = [gather(key, bf, partitions, datasets=lineage and bf.session_started) for key, bf in telling.tables]
+    # where the tables lie: for lineage, after a command that reached its engine and was not refused
+    datasets = telling.lineage is not None and code != EXIT_USAGE
+    facts = [gather(key, bf, partitions, datasets=datasets and bf.session_started) for key, bf in telling.tables]
     ending = Told(
         telling.command,
         "pipeline" if telling.kind == "pipeline" else "table",

@@ -50,7 +50,7 @@ class NotifySpec(Strict):
         if self.url_env is not None and not _ENV_NAME.match(self.url_env):
             raise ValueError(f"url_env {self.url_env!r} is not an environment variable's name")
         if self.url is not None:
-            keep_secret(self.url)
+            keep_url_secret(self.url)
             check_url(self.url, "url")
         if not self.on:
             raise ValueError("'on' lists at least one of failure, held, stopped, success")
@@ -64,7 +64,7 @@ class NotifySpec(Strict):
         value = os.environ.get(self.url_env or "", "").strip()
         if not value:
             raise ConfigError(f"notify: the environment variable {self.url_env} is not set")
-        keep_secret(value)
+        keep_url_secret(value)
         try:
             check_url(value, f"the environment variable {self.url_env}")
         except ValueError as exc:
@@ -77,6 +77,13 @@ class NotifySpec(Strict):
         if self.url_env is not None:
             return f"${self.url_env}"
         return host_of(self.url or "")
+
+
+def keep_url_secret(url: str) -> None:
+    """The URL, and its path and query apart (an error may quote one without the other), are
+    masked wherever the tool prints or writes text."""
+    parsed = urlparse(url)
+    keep_secret(url, parsed.path if parsed.path.strip("/") else None, parsed.query or None)
 
 
 def host_of(url: str) -> str:

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from shadow_backfill.cli import app
 from shadow_backfill.formats.locations import lineage_name
+from shadow_backfill.jvm_output import LOG_DIR_ENV
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 STAGING_BROKEN = t.STAGING_BROKEN.isoformat()
@@ -43,6 +44,7 @@ def test_a_backfill_tells_its_webhooks_and_lineage_what_it_did(
         receiver("ok") as lineage,
     ):
         monkeypatch.setenv("SB_TEST_SLACK_URL", f"{chat.url}/{SECRETS[0]}")
+        monkeypatch.setenv(LOG_DIR_ENV, str(tmp_path / "logs"))  # the failures' log file, kept here
         monkeypatch.setenv("OPENLINEAGE_URL", lineage.url.removesuffix("/hook"))
         monkeypatch.setenv("OPENLINEAGE_PARENT_ID", f"airflow/nightly.features/{parent}")
         notify = [
@@ -100,11 +102,11 @@ def test_a_backfill_tells_its_webhooks_and_lineage_what_it_did(
     named = "/" not in live
     assert ("symlinks" in out_live) == named
 
-    written = [result.output, *(p.read_text(errors="replace") for p in report.rglob("*") if p.is_file())]
-    written.append(Path(cfg).read_text())
-    for text in written[:-1]:
+    # every file the command wrote (reports, any log, the state store), but the config
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p.suffix != ".yaml"]
+    assert any(p.suffix == ".db" for p in written), "the state store is among them"
+    for text in [result.output, json.dumps([start, end]), *(p.read_bytes().decode("latin-1") for p in written)]:
         assert not any(s in text for s in SECRETS), "a webhook's secret leaked"
-    assert not any(s in json.dumps([start, end]) for s in SECRETS)
 
 
 def test_a_pipeline_backfill_is_one_run_with_a_run_per_layer_under_it(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import threading
 import uuid
 import warnings
 from pathlib import Path
@@ -17,11 +18,11 @@ from support.openlineage_spec import validate_event
 from support.receiver import receiver
 
 from shadow_backfill.announce import Told
-from shadow_backfill.announce.alerts import message, slack, summary_line, teams
+from shadow_backfill.announce.alerts import message, sections, slack, summary_line, teams
 from shadow_backfill.announce.facts import TableFacts
 from shadow_backfill.announce.lineage import Lineage, configured, parent_of
 from shadow_backfill.announce.runs import Job, RunPlan
-from shadow_backfill.announce.webhooks import deliver, notify
+from shadow_backfill.announce.webhooks import Delivery, deliver, notify, within_budgets
 from shadow_backfill.command_result import WARN_HELD, CommandResult
 from shadow_backfill.config import NotifySpec
 from shadow_backfill.document import MetricsDoc
@@ -130,6 +131,20 @@ def test_the_json_message_is_the_published_document() -> None:
     assert body["text"] == summary_line(_told())
 
 
+def test_a_promotions_refusals_count_as_failed_and_held() -> None:
+    """`promote` judges nothing: its held partitions say why in the plan's words."""
+    held = {
+        "2024-01-03": "verdict warn (set promote.allow_warn: true or pass --allow-warn to promote it)",
+        "2024-01-02": "verdict fail: 20% of live's keys are gone",
+        "2024-01-01": "not validated",
+    }
+    result = CommandResult("promote", "table", "t", Ending(1, "x"), selected=tuple(held), held=held)
+    told = _told(result=result)
+    line = "local.db.features backfill 2024-01-01..2024-01-03: 0 promoted, 1 failed, 1 held — exit 1"
+    assert summary_line(told) == line
+    assert [head for head, _rows in sections(told)] == ["failed", "held for approval"]
+
+
 def test_a_long_list_is_cut_and_says_so() -> None:
     many = {f"2024-02-{d:02d}": "boom" for d in range(1, 21)}
     told = _told(result=CommandResult("run", "table", "t", Ending(1, "x"), selected=tuple(many), failed=many))
@@ -188,6 +203,27 @@ def test_a_hanging_webhook_costs_its_budget_and_no_more() -> None:
         done = deliver(NotifySpec(url=f"{hook.url}/{SECRET}", retries=5, timeout_s=1), {"text": "hi"})
         hook.wait_for(1)
     assert done.problem == "timed out" and done.tries == 1  # the budget went on the first try
+
+
+def test_a_malformed_url_is_a_problem_not_a_traceback() -> None:
+    done = deliver(NotifySpec(url="http://127.0.0.1:port/hook"), {"text": "hi"})
+    assert (done.tries, done.problem) == (1, "InvalidURL")
+
+
+def test_a_post_that_never_returns_is_given_up_at_its_budget() -> None:
+    """A receiver can trickle its answer a byte at a time, which no socket timeout bounds: the
+    command waits for each webhook's thread until its budget is spent, and no longer."""
+    release = threading.Event()
+
+    def stuck(spec: NotifySpec) -> Delivery:
+        release.wait(60)
+        return Delivery(spec.where, 1, None)
+
+    try:
+        spec = NotifySpec(url="http://127.0.0.1:1/hook", timeout_s=0.2)
+        assert within_budgets([spec], stuck) == [Delivery("127.0.0.1", 1, "timed out")]
+    finally:
+        release.set()
 
 
 def test_only_the_endings_a_webhook_asked_for_are_posted() -> None:
