@@ -16,7 +16,8 @@ from __future__ import annotations
 import os
 import uuid
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -39,6 +40,22 @@ def configured(environ: dict[str, str] | None = None) -> bool:
     if any(env.get(k) for k in _SWITCHES) or any(k.startswith("OPENLINEAGE__") for k in env):
         return True
     return any(p.is_file() for p in (Path.cwd() / "openlineage.yml", Path.home() / ".openlineage" / "openlineage.yml"))
+
+
+@contextmanager
+def environment_kept() -> Iterator[None]:
+    """The OpenLineage client, as it starts, copies `OPENLINEAGE_URL` into
+    `OPENLINEAGE__TRANSPORT__TRANSPORTS__...` variables of this process (its own aliasing) and
+    leaves them there: every process this one starts later would then send events too (a test
+    suite's next CLI process, or an Airflow worker's next task run in process). The client has
+    resolved its transport when it returns, so the environment is put back as it was."""
+    before = dict(os.environ)
+    try:
+        yield
+    finally:
+        for key in set(os.environ) - set(before):
+            del os.environ[key]
+        os.environ.update(before)
 
 
 def _events() -> ModuleType:
@@ -90,7 +107,9 @@ class Lineage:
                 stacklevel=2,
             )
             return None
-        return cls(plan, OpenLineageClient())
+        with environment_kept():
+            client = OpenLineageClient()
+        return cls(plan, client)
 
     def start(self) -> None:
         if not self.started:

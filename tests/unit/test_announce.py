@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import os
 import threading
 import uuid
 import warnings
@@ -246,6 +247,15 @@ def test_lineage_is_on_only_when_the_client_is_configured(tmp_path: Path, monkey
     assert not configured({"OPENLINEAGE_URL": "http://127.0.0.1:1", "OPENLINEAGE_DISABLED": "true"})
     (tmp_path / "openlineage.yml").write_text("transport: {type: console}\n")
     assert configured({})
+
+
+def test_the_client_leaves_the_environment_as_it_found_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client copies OPENLINEAGE_URL into OPENLINEAGE__TRANSPORT__... variables as it starts:
+    left there, every later process (a test's next CLI run) would send events too."""
+    monkeypatch.setenv("OPENLINEAGE_URL", "http://127.0.0.1:9")
+    before = dict(os.environ)
+    assert Lineage.open(RunPlan("run", "table", "t")) is not None
+    assert dict(os.environ) == before
 
 
 def test_the_parent_is_read_as_airflow_passes_it() -> None:
