@@ -13,6 +13,7 @@ run nested under it (`parent`). A lineage backend that fails costs one `warning:
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 import warnings
@@ -40,6 +41,16 @@ def configured(environ: dict[str, str] | None = None) -> bool:
     if any(env.get(k) for k in _SWITCHES) or any(k.startswith("OPENLINEAGE__") for k in env):
         return True
     return any(p.is_file() for p in (Path.cwd() / "openlineage.yml", Path.home() / ".openlineage" / "openlineage.yml"))
+
+
+def quiet_client_log() -> None:
+    """The client logs its own warnings (e.g. "Couldn't find any OpenLineage transport
+    configuration") through `logging`; with no handler anywhere, Python prints them to stderr
+    beside the command's one `error:` line. A do-nothing handler on its logger keeps them off the
+    terminal, and they still reach a handler the user's own logging set up (an Airflow worker's)."""
+    log = logging.getLogger("openlineage")
+    if not log.handlers:
+        log.addHandler(logging.NullHandler())
 
 
 @contextmanager
@@ -107,6 +118,7 @@ class Lineage:
                 stacklevel=2,
             )
             return None
+        quiet_client_log()
         with environment_kept():
             client = OpenLineageClient()
         return cls(plan, client)

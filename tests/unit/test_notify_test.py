@@ -4,6 +4,9 @@ posted to real receivers on loopback, with no engine (the unit tier imports no P
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -111,4 +114,17 @@ def test_a_lineage_client_that_cannot_be_set_up_is_one_warning(tmp_path: Path, m
     assert done.output.splitlines() == [
         "warning: lineage: OpenLineage is not set up (ImportError)",
         "error: no partitions selected: give --start/--end, --partitions, or partition.values",
+    ]
+
+
+def test_the_lineage_clients_own_log_stays_off_the_terminal(tmp_path: Path) -> None:
+    """Variables that name no transport: the client warns through `logging` and falls back to the
+    console. In a process of its own (pytest's log capture would hide what a terminal shows),
+    the refusal is still the one line on stderr."""
+    env = {**os.environ, "OPENLINEAGE__TRANSPORT__TRANSPORTS__X__URL": "http://127.0.0.1:9", "HOME": str(tmp_path)}
+    cmd = [sys.executable, "-m", "shadow_backfill.cli", "backfill", str(_config(tmp_path, []))]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        "error: no partitions selected: give --start/--end, --partitions, or partition.values"
     ]
