@@ -29,6 +29,7 @@ from shadow_backfill.ledger import reconcile
 from shadow_backfill.ownership import TableHold, writes_table
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.preflight import (
+    approve_checks,
     backfill_checks,
     canary_checks,
     check_before_writing,
@@ -45,11 +46,11 @@ from shadow_backfill.rollback import Rollback
 from shadow_backfill.run_plan import RunPlan, plan_run
 from shadow_backfill.selection import Selection
 from shadow_backfill.session import open_session
-from shadow_backfill.state import PartitionRecord, PromotionRecord, StateStore, VerdictRecord
+from shadow_backfill.state import Approval, PartitionRecord, PromotionRecord, StateStore, VerdictRecord
 from shadow_backfill.table import TableContext, open_store, open_table
 from shadow_backfill.transform import Inputs, Transform, load_transform
 from shadow_backfill.validate.validator import Validator
-from shadow_backfill.workflow import PromotionPolicy
+from shadow_backfill.workflow import PromotionPolicy, approval_of
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -244,8 +245,9 @@ class Backfill(Commands[RunResult, RunPlan, ValidationResult, BackfillResult]):
             culprit = Path(exc.filename) if exc.filename is not None else folder
             raise WriteError(f"cannot write the report to {str(culprit)!r}: {os_reason(culprit, exc)}") from None
 
-    def promoter(self) -> Promoter:
-        return Promoter(self.table, code_fingerprint=self._fingerprint_or_none())
+    def promoter(self, approval: Approval | None = None) -> Promoter:
+        """The table's promoter; `approval`: what each of its promotions records (`approve`)."""
+        return Promoter(self.table, code_fingerprint=self._fingerprint_or_none(), approval=approval)
 
     def code_fingerprint(self) -> str | None:
         """The transform's code fingerprint (what the run pins), or None if it cannot be read."""
@@ -264,25 +266,44 @@ class Backfill(Commands[RunResult, RunPlan, ValidationResult, BackfillResult]):
 
     @writes_table("promote", promote_checks)
     def promote(
-        self, partitions: list[str] | None = None, *, allow_warn: bool | None = None
+        self, partitions: list[str] | None = None, *, allow_warn: bool | None = None, approval: Approval | None = None
     ) -> tuple[PromotionPlan, PromotionRecord | None]:
         """Promote passing partitions into live in one atomic commit. Naming partitions makes the
         promotion all-or-nothing: any refused partition refuses the whole promotion. A canary a
-        kill left unchecked is finished first (`finish_unchecked_canaries`)."""
+        kill left unchecked is finished first (`finish_unchecked_canaries`). `approval`: what
+        the record carries (a pipeline's approved set; one table's is `approve`)."""
         canaries.refuse_after_failed(self.finish_unchecked_canaries())
-        return self.promote_now(partitions, allow_warn=allow_warn)
+        return self.promote_now(partitions, allow_warn=allow_warn, approval=approval)
 
     def promote_now(
-        self, partitions: list[str] | None = None, *, allow_warn: bool | None = None, promotion_id: str | None = None
+        self,
+        partitions: list[str] | None = None,
+        *,
+        allow_warn: bool | None = None,
+        promotion_id: str | None = None,
+        approval: Approval | None = None,
     ) -> tuple[PromotionPlan, PromotionRecord | None]:
-        """`promote` without looking for unchecked canaries (a canary's own steps)."""
+        """`promote` without looking for unchecked canaries (a canary's own steps). `approval`:
+        the person's approval the promotion records (`approve`, a pipeline's approved set)."""
         keys = self.named_keys(partitions)  # named partitions checked before the state store opens
-        return self.promoter().promote(
+        return self.promoter(approval).promote(
             keys,
             allow_warn=self._allow_warn(allow_warn),
             strict=partitions is not None,
             promotion_id=promotion_id,
         )
+
+    @writes_table("promote", approve_checks)
+    def approve(
+        self, partitions: list[str], *, reason: str, by: str | None = None
+    ) -> tuple[PromotionPlan, PromotionRecord | None]:
+        """Promote partitions held for approval (verdict `warn`) that a person approved: one
+        commit, all or none, bound to the validated versions as every promotion is; the audit
+        trail records who (`by`, default the current user), when and why (`reason`). Refused
+        (exit 2, nothing written) unless every named partition is held."""
+        approve_checks(self, partitions, reason=reason, by=by)  # again, under the hold
+        canaries.refuse_after_failed(self.finish_unchecked_canaries())
+        return self.promote_now(partitions, allow_warn=True, approval=approval_of(reason, by))
 
     def finish_unchecked_canaries(self) -> list[FinishedCanary]:
         """Run the checks on live of every canary a kill left between its commit and its checks,

@@ -185,10 +185,13 @@ def _split_refused(refused: Mapping[str, str]) -> tuple[dict[str, str], dict[str
     return held, {k: why for k, why in refused.items() if k not in held}
 
 
-def table_promotion(plan: PromotionPlan, record: PromotionRecord | None, target: str = "") -> CommandResult:
+def table_promotion(
+    plan: PromotionPlan, record: PromotionRecord | None, target: str = "", command: str = "promote"
+) -> CommandResult:
+    """A promotion, or an approval's promotion (`command` "approve")."""
     held, refused = _split_refused(plan.refused)
     return CommandResult(
-        "promote",
+        command,
         "table",
         target,
         promotion_outcome(plan, record),
@@ -334,10 +337,11 @@ def _set_promoted(promotion: PipelinePromotion | None) -> tuple[tuple[str, ...],
     return tuple(promotion.partitions), promotion.record.id
 
 
-def pipeline_promotion(result: PipelinePromotion, target: str = "") -> CommandResult:
+def pipeline_promotion(result: PipelinePromotion, target: str = "", command: str = "promote") -> CommandResult:
+    """A set promotion, or an approval's (`command` "approve")."""
     promoted, promotion_id = _set_promoted(result)
     return CommandResult(
-        "promote",
+        command,
         "pipeline",
         target,
         pipeline_promotion_outcome(result),

@@ -24,7 +24,7 @@ from shadow_backfill.progress import NO_PROGRESS, Progress
 from shadow_backfill.recompute import ProgressCallback, RunOptions
 from shadow_backfill.selection import Selection
 from shadow_backfill.timebox import TimeBox
-from shadow_backfill.windows import Window, last_window, time_zone
+from shadow_backfill.windows import AsOf, Window, last_window, time_zone
 from shadow_backfill.workflow import PromotionPolicy, stop_of, to_judge
 
 if TYPE_CHECKING:
@@ -167,19 +167,20 @@ class Commands(ABC, Generic[RunT, PlanT, ValidationT, BackfillT]):
 
     # ---- the partitions ----------------------------------------------------------------------
 
-    def last_selection(self, last: int, lag: str | dt.timedelta = "0") -> Selection:
-        """The `last` newest partitions complete now (`last_window`), resolved once: fixed as
-        keys, so every later step of the command sees the same ones (a range or a list needs
-        no resolving: `Selection(start, end, partitions)`)."""
-        window = self.last_window(last, lag)
+    def last_selection(self, last: int, lag: str | dt.timedelta = "0", as_of: AsOf = None) -> Selection:
+        """The `last` newest partitions complete now, or at `as_of` (a scheduler's logical
+        date), resolved once (`last_window`): fixed as keys, so every later step of the command
+        sees the same ones (a range or a list needs no resolving: `Selection(start, end,
+        partitions)`)."""
+        window = self.last_window(last, lag, as_of)
         return Selection.of_window(window, self.window_keys(window))
 
-    def last_window(self, last: int, lag: str | dt.timedelta = "0") -> Window:
-        """The `last` newest partitions complete at now - `lag` (`windows.last_window`), by the
-        scheme read from live (a pipeline's first layer: every layer has the same granularity
-        and time zone)."""
+    def last_window(self, last: int, lag: str | dt.timedelta = "0", as_of: AsOf = None) -> Window:
+        """The `last` newest partitions complete at `as_of` (default now) - `lag`
+        (`windows.last_window`), by the scheme read from live (a pipeline's first layer: every
+        layer has the same granularity and time zone)."""
         lead = self._lead
-        return last_window(lead.table.scheme, lead.config.time_zone, last, lag)
+        return last_window(lead.table.scheme, lead.config.time_zone, last, lag, as_of)
 
     def window_keys(self, window: Window) -> list[str]:
         """The window's partitions as keys (a list: an hour a time zone skips is not one)."""

@@ -36,6 +36,8 @@ VALIDATION_IDS = "shadow-backfill.validation-ids"
 UNDOES = "shadow-backfill.undoes"
 RESTORES_FOR = "shadow-backfill.restores-for"
 SCHEMA_CHANGE = "shadow-backfill.schema-change"
+APPROVED_BY = "shadow-backfill.approved-by"
+APPROVAL_REASON = "shadow-backfill.approval-reason"
 
 LOCK_TTL_S = 3600.0
 
@@ -82,6 +84,9 @@ def audit_properties(rec: PromotionRecord) -> dict[str, str]:
         props[UNDOES] = rec.target
     if rec.schema_change:
         props[SCHEMA_CHANGE] = ",".join(rec.schema_change)
+    if rec.approved_by is not None:
+        props[APPROVED_BY] = rec.approved_by
+        props[APPROVAL_REASON] = rec.approval_reason or ""
     return props
 
 
@@ -116,6 +121,8 @@ def record_from_commit(commit: Commit, live_table: str) -> PromotionRecord | Non
         host=props.get(HOST),
         at=dt.datetime.fromtimestamp(commit.timestamp_ms / 1000, dt.timezone.utc) if commit.timestamp_ms else utcnow(),
         schema_change=_listed(props, SCHEMA_CHANGE),
+        approved_by=props.get(APPROVED_BY),
+        approval_reason=props.get(APPROVAL_REASON),
     )
 
 

@@ -346,6 +346,23 @@ def promote_checks(bf: CommandTarget, partitions: Sequence[str] | None = None, *
     bf.named_keys(partitions)  # named partitions as live's scheme reads them
 
 
+def approve_checks(
+    bf: CommandTarget, partitions: Sequence[str], *, reason: str, by: str | None = None, **_: Any
+) -> None:
+    """`approve` refuses (exit 2, nothing written) a blank reason and any named partition not
+    held for approval, read from the store as it is (a missing store is not created)."""
+    from shadow_backfill.state import reading  # SQLAlchemy: not for every import
+    from shadow_backfill.workflow import check_approval
+
+    keys = bf.named_keys(partitions) or []
+    store = reading(bf.config.state_url)
+    try:
+        verdicts = {k: v.verdict for k, v in store.verdicts(bf.config.shadow).items()}
+    finally:
+        store.close()
+    check_approval(keys, verdicts, reason, by)
+
+
 def canary_checks(
     bf: CommandTarget, n: int, partitions: Sequence[str] | None = None, *, allow_warn: bool | None = None, **_: Any
 ) -> None:

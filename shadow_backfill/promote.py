@@ -25,7 +25,7 @@ from shadow_backfill.errors import RefusedError, TableNotFoundError, UsageError
 from shadow_backfill.formats.base import PARTITIONS_PROPERTY, Commit, LiveChangedError
 from shadow_backfill.ledger import live_partition_locks, reconcile, write_and_record
 from shadow_backfill.schema import SchemaDiff, conform, diff_schemas
-from shadow_backfill.state import PROMOTE, PartitionRecord, PromotionRecord, VerdictRecord, new_id
+from shadow_backfill.state import PROMOTE, Approval, PartitionRecord, PromotionRecord, VerdictRecord, new_id
 from shadow_backfill.table import TableContext
 from shadow_backfill.vocabulary import CheckStatus, PartitionStatus
 
@@ -51,6 +51,8 @@ class Promoter:
 
     table: TableContext
     code_fingerprint: str | None = None
+    # `approve`: the person's approval every promotion of this promoter carries into the trail
+    approval: Approval | None = None
     _histories: dict[str, list[Commit]] | None = field(default=None, init=False, repr=False)
     # Called between the plan and the commit (tests inject another writer's commit here).
     before_commit: Callable[[PromotionPlan], None] | None = field(default=None, init=False, repr=False)
@@ -343,6 +345,7 @@ class Promoter:
             config_hash=cfg.config_hash,
             code_fingerprint=self.code_fingerprint,
             schema_change=schema_change,
+            approval=self.approval,
         )
         if self.before_commit is not None:
             self.before_commit(plan)

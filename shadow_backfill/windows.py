@@ -9,7 +9,9 @@ Periods are wall-clock periods of the config's `time_zone` (UTC by default): the
 2024-03-10 in America/New_York ends at 04:00 UTC on the 11th. An hour that does not exist there
 (the spring-forward gap) is never chosen, and an hour that happens twice (fall-back) is one
 partition, complete once its second occurrence ends. `lag` is elapsed time, so `2d` across a DST
-change is 48 hours. "Now" is pinned by `SHADOW_BACKFILL_NOW` for tests and rehearsals.
+change is 48 hours. "Now" is pinned by `SHADOW_BACKFILL_NOW` for tests and rehearsals, and by
+`--as-of` (`as_of`) for one command: a scheduler passes its run's logical date, so a re-run of last
+Tuesday's run selects Tuesday's partitions, not today's. `--as-of` wins over the variable.
 """
 
 from __future__ import annotations
@@ -62,10 +64,31 @@ def current_time(zone: ZoneInfo, environ: Mapping[str, str] | None = None) -> dt
     text = pinned_now(environ)
     if text is None:
         return dt.datetime.now(_UTC)
+    return parse_instant(text, f"{NOW_VARIABLE}={text!r}", zone)
+
+
+AsOf = str | dt.datetime | None
+"""`--as-of`: the instant a window is counted from instead of now (None: now)."""
+
+
+def window_time(zone: ZoneInfo, as_of: AsOf = None, environ: Mapping[str, str] | None = None) -> dt.datetime:
+    """The instant a `--last --lag` window is counted from: `as_of` when given (a datetime
+    without a zone, or a text without an offset, is a wall-clock time of `zone`), else
+    `current_time`."""
+    if as_of is None:
+        return current_time(zone, environ)
+    if isinstance(as_of, dt.datetime):
+        return as_of if as_of.tzinfo is not None else as_of.replace(tzinfo=zone)
+    return parse_instant(as_of, f"--as-of {as_of!r}", zone)
+
+
+def parse_instant(text: str, culprit: str, zone: ZoneInfo) -> dt.datetime:
+    """An ISO 8601 timestamp, aware. Takes what schedulers render: `2024-01-12`,
+    `2024-01-12T06:00Z`, Airflow's `2024-01-12 00:00:00+00:00`. `culprit` names it in the error."""
     try:
         pinned = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        raise UsageError(f"{NOW_VARIABLE}={text!r} is not an ISO timestamp (e.g. 2024-02-10T12:00Z)") from None
+        raise UsageError(f"{culprit} is not an ISO timestamp (e.g. 2024-02-10T12:00Z)") from None
     return pinned if pinned.tzinfo is not None else pinned.replace(tzinfo=zone)
 
 
@@ -166,13 +189,15 @@ def _exists(local: dt.datetime, zone: ZoneInfo) -> bool:
     return there.astimezone(_UTC).astimezone(zone).replace(tzinfo=None) == local
 
 
-def last_window(scheme: PartitionScheme, zone_name: str, last: int, lag: str | dt.timedelta = "0") -> Window:
-    """The `last` newest partitions complete at now - `lag` (`SHADOW_BACKFILL_NOW` pins now),
-    counted in the config's time zone `zone_name`; a timestamp partition column's periods are
-    UTC. `scheme` is the one read from live (its granularity and column type)."""
+def last_window(
+    scheme: PartitionScheme, zone_name: str, last: int, lag: str | dt.timedelta = "0", as_of: AsOf = None
+) -> Window:
+    """The `last` newest partitions complete at `as_of` (default now; `SHADOW_BACKFILL_NOW` pins
+    it) - `lag`, counted in the config's time zone `zone_name`; a timestamp partition column's
+    periods are UTC. `scheme` is the one read from live (its granularity and column type)."""
     configured = time_zone(zone_name)
     zone = time_zone("UTC") if scheme.ranged else configured
-    now = current_time(configured)  # a pinned time without an offset is one of the time zone
+    now = window_time(configured, as_of)  # a time without an offset is one of the time zone
     delay = parse_duration(lag, "--lag") if isinstance(lag, str) else lag
     periods = last_periods(scheme.granularity, last, complete_before(now, delay), zone)
     return Window(now, delay, last, zone.key, tuple(periods))

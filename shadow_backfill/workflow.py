@@ -6,10 +6,13 @@ without an engine and the two facades cannot drift apart.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from shadow_backfill.config import BackfillConfig
+from shadow_backfill.errors import UsageError
+from shadow_backfill.state.audit import Approval
+from shadow_backfill.state.db import current_user
 from shadow_backfill.timebox import TimeBox
 from shadow_backfill.vocabulary import CheckStatus
 
@@ -67,4 +70,46 @@ def to_judge(
     return list(finished) if policy.partial else []
 
 
-__all__ = ["PromotionPolicy", "stop_of", "to_judge"]
+def approval_refusals(keys: Sequence[str], verdicts: Mapping[str, CheckStatus | str | None]) -> dict[str, str]:
+    """Why each of `keys` cannot be approved ({}: all can). Only a partition held for a person,
+    verdict `warn`, can: a failed one must not reach live by a person's word (fix the change or
+    its bounds, and validate again), and a passing one needs no approval (`promote` takes it),
+    which the trail would otherwise record as approved."""
+    why: dict[str, str] = {
+        CheckStatus.FAIL: "verdict fail: it failed validation, which no approval overrides",
+        CheckStatus.PASS: "verdict pass: it is not held for approval (promote promotes it)",
+    }
+    refused: dict[str, str] = {}
+    for k in keys:
+        verdict = verdicts.get(k)
+        if verdict is None:
+            refused[k] = "not validated"
+        elif verdict != CheckStatus.WARN:
+            refused[k] = why.get(str(verdict), f"verdict {verdict}: not held for approval")
+    return refused
+
+
+def check_approval(
+    keys: Sequence[str], verdicts: Mapping[str, CheckStatus | str | None], reason: str, by: str | None
+) -> None:
+    """`approve`'s refusals, one line, exit 2, before anything is written: a reason is required
+    (the trail's "why"), and every named partition must be held (`approval_refusals`)."""
+    if not keys:
+        raise UsageError("approve needs --partitions: name the held partitions a person approved")
+    if not reason.strip():
+        raise UsageError("--reason is empty: say why these partitions may go to live (it is kept in the audit trail)")
+    if by is not None and not by.strip():
+        raise UsageError("--by is empty: name who approved, or leave it out for the current user")
+    refused = approval_refusals(keys, verdicts)
+    if refused:
+        first = next(iter(refused))
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        raise UsageError(f"cannot approve {first}: {refused[first]}{more}; nothing was promoted")
+
+
+def approval_of(reason: str, by: str | None) -> Approval:
+    """The approval `approve` records: `by`, or the user the command runs as."""
+    return Approval(by=(by or current_user()).strip(), reason=reason.strip())
+
+
+__all__ = ["PromotionPolicy", "approval_of", "approval_refusals", "check_approval", "stop_of", "to_judge"]

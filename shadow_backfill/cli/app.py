@@ -15,11 +15,19 @@ import typer
 
 from shadow_backfill import command_result
 from shadow_backfill.cli import telling
-from shadow_backfill.cli.job import AllowWarnOption, Job, QuietOption, job_options
+from shadow_backfill.cli.consoles import out
+from shadow_backfill.cli.job import (
+    AllowWarnOption,
+    ApprovedOption,
+    ByOption,
+    Job,
+    QuietOption,
+    ReasonOption,
+    job_options,
+)
 from shadow_backfill.cli.notify import NotifyDryRunOption, send_sample
 from shadow_backfill.cli.output import (
     commands,
-    out,
     show_warnings,
     split_partitions,
 )
@@ -35,6 +43,7 @@ from shadow_backfill.cli.render import (
     print_promotion,
     print_verdicts,
     run_summary,
+    say_recorded,
 )
 from shadow_backfill.cli.selection import Asked, check_first, selection_options
 from shadow_backfill.cli.spelling import (
@@ -48,7 +57,6 @@ from shadow_backfill.cli.spelling import (
 )
 from shadow_backfill.cli.views import view
 from shadow_backfill.config import load_config
-from shadow_backfill.errors import UsageError
 from shadow_backfill.formats import FORMATS, format_names
 from shadow_backfill.preflight import (
     backfill_checks,
@@ -227,10 +235,10 @@ def promote(
     quiet: bool = QuietOption,
 ) -> None:
     """Promote passing shadow partitions into the live table in ONE atomic commit."""
-    if as_json and not dry_run:
-        raise UsageError("--json goes with --dry-run (a promotion prints its summary)")
     if dry_run:
         telling.skip()
+    elif as_json:
+        telling.json_result()
     names = split_partitions(partitions)
     cfg = load_config(config)
     telling.opened(cfg.live_table, cfg.notify)  # its refusals below are told too
@@ -255,7 +263,7 @@ def promote(
     else:
         promote_checks(bf, names)
     with bf.holding_table("promote"):  # what it finishes of a kill's leftovers too
-        _say_recorded(bf)
+        say_recorded(bf)
         if n is not None:
             with progress_bars(quiet) as progress, whole_step(progress, "promote (canary first)"):
                 canaried = bf.promote_canary(n, names, allow_warn=allow_warn)
@@ -271,17 +279,21 @@ def promote(
     print_promotion(plan, rec, bf.live_table)
 
 
-def _say_recorded(bf: Backfill) -> None:
-    """Record, and say, each promotion or rollback a kill cut off between its commit and its
-    row in the state store: the rerun finishes it (from the commit's own audit trail)."""
-    known = {r.id for r in bf.store.promotions(bf.live_table)}
-    for rec in bf.history(reconcile_live=True):
-        if rec.id not in known:
-            out.print(
-                f"{rec.id}: finished a {rec.kind} of {len(rec.partitions)} partition(s) cut off by a kill "
-                "after its commit (recorded from live's history)",
-                markup=False,
-            )
+@command
+def approve(
+    config: Path = ConfigArg,
+    partitions: str = ApprovedOption,
+    reason: str = ReasonOption,
+    by: str | None = ByOption,
+    as_json: bool = JsonListOption,
+) -> None:
+    """Promote held (warn) partitions a person approved, in ONE commit; the audit trail keeps who, when and why."""
+    if as_json:
+        telling.json_result()
+    names = split_partitions(partitions) or []
+    bf = open_backfill(config, lambda cfg: check_before_engine(cfg, Selection(partitions=names), live=False))
+    plan, rec = bf.approve(names, reason=reason, by=by)
+    print_promotion(plan, rec, bf.live_table, command="approve")
 
 
 @command
@@ -290,8 +302,11 @@ def rollback(
     promotion: str | None = typer.Option(None, "--promotion", help="Undo this promotion (or rollback) id."),
     to_version: int | None = typer.Option(None, "--to-version", help="Restore the whole live table to a version."),
     force: bool = typer.Option(False, help="Restore even if the partitions changed after the promotion."),
+    as_json: bool = JsonListOption,
 ) -> None:
     """Undo a promotion exactly (its partitions, one atomic commit), or restore a whole version."""
+    if as_json:
+        telling.json_result()
     check_rollback_asked(promotion, to_version)
     bf = open_backfill(config)
     rec = bf.rollback(promotion, to_version=to_version, force=force)
@@ -365,7 +380,7 @@ def backfill(asked: Asked, job: Job, config: Path = ConfigArg, canary: int | Non
         raise too_few(n, len(requested), name=name)  # before anything is written
     with bf.holding_table("backfill"):  # the cut-off promotions and canaries it finishes too
         if job.promote_passing:
-            _say_recorded(bf)
+            say_recorded(bf)
             print_finished_canaries(bf.finish_unchecked_canaries())
         with recomputing(box, job.quiet) as progress:
             result = bf.backfill(start, end, names, **job.backfill_knobs(), progress=progress, timebox=box)

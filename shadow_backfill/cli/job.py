@@ -21,7 +21,17 @@ if TYPE_CHECKING:
     from shadow_backfill.timebox import TimeBox
 
 DryRunOption = typer.Option(False, "--dry-run", help="Print the plan (from metadata); write nothing.")
-JsonOption = typer.Option(False, "--json", help="With --dry-run: print the plan as one JSON document.")
+ApprovedOption = typer.Option(
+    ..., "--partitions", help="Comma-separated partitions held for approval (verdict warn); all or none."
+)
+ReasonOption = typer.Option(..., "--reason", help="Why they may go to live, kept in the audit trail (required).")
+ByOption = typer.Option(None, "--by", help="Who approved (default: the user running the command).")
+JsonOption = typer.Option(
+    False,
+    "--json",
+    help="Print one JSON document on stdout: with --dry-run the plan, else the command's result "
+    "(docs/command.schema.json; the text goes to stderr).",
+)
 ChunkSizeOption = typer.Option(None, min=1, help="Partitions per Spark job (default: auto).")
 CodeChangeOption = typer.Option(
     False, help="Allow a changed transform to rewrite partitions of the same shadow version."
@@ -89,6 +99,8 @@ class Job:
         check_limits(self.until, self.max_duration)
         if self.dry_run:
             telling.skip()  # a dry run writes nothing: nothing to tell
+        elif self.as_json:
+            telling.json_result()
 
     def report_to(self, beside: Path) -> Path | None:
         """Where a backfill writes its reports (checked before the engine starts): `--report`,

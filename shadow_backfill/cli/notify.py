@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from shadow_backfill.cli.output import EXIT_FAILED, out
+from shadow_backfill.cli.consoles import out
+from shadow_backfill.cli.output import EXIT_FAILED
 from shadow_backfill.errors import UsageError
 
 if TYPE_CHECKING:

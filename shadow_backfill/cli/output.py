@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import typer
-from rich.console import Console
 from rich.text import Text
 from typer.core import TyperGroup
 
 from shadow_backfill.cli import telling
+from shadow_backfill.cli.consoles import console
 from shadow_backfill.errors import ShadowBackfillError, ShadowBackfillWarning, UsageError, redact
 from shadow_backfill.jvm_output import log_dir
 from shadow_backfill.outcome import (
@@ -38,9 +38,6 @@ from shadow_backfill.outcome import (
     EXIT_USAGE,
     Ending,
 )
-
-console = Console(stderr=True, soft_wrap=True, markup=False, highlight=False)
-out = Console(soft_wrap=True, markup=False, highlight=False)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -184,7 +181,7 @@ def handle_errors(fn: F) -> F:
 
 
 # The commands whose ending is told to webhooks and OpenLineage (`cli.telling`).
-TOLD = frozenset({"run", "validate", "promote", "rollback", "backfill"})
+TOLD = frozenset({"run", "validate", "promote", "approve", "rollback", "backfill"})
 
 
 def commands(app: typer.Typer, kind: str = "table") -> Callable[[F], F]:

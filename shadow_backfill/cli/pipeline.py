@@ -12,9 +12,10 @@ import typer
 
 from shadow_backfill import command_result
 from shadow_backfill.cli import spelling, telling
-from shadow_backfill.cli.job import Job, QuietOption, job_options
+from shadow_backfill.cli.consoles import out
+from shadow_backfill.cli.job import ApprovedOption, ByOption, Job, QuietOption, ReasonOption, job_options
 from shadow_backfill.cli.notify import NotifyDryRunOption, send_sample
-from shadow_backfill.cli.output import EXIT_HELD, commands, end, out, split_partitions
+from shadow_backfill.cli.output import EXIT_HELD, commands, end, split_partitions
 from shadow_backfill.cli.progress import progress_bars
 from shadow_backfill.cli.render import members, pipeline_summary, run_summary, verdict_table
 from shadow_backfill.cli.selection import Asked, selection_options
@@ -118,7 +119,10 @@ def promoted(promotion: PipelinePromotion) -> list[str]:
         lines.append("promote: no partition passed in every layer; live is untouched")
     else:
         n = len(promotion.partitions)
-        lines.append(f"{promotion.record.id}: promoted {n} partition(s) in every layer ({members(promotion.record)})")
+        by = f" (approved by {promotion.record.approved_by})" if promotion.record.approved_by else ""
+        lines.append(
+            f"{promotion.record.id}: promoted {n} partition(s) in every layer{by} ({members(promotion.record)})"
+        )
     for partition, why in sorted(promotion.refused.items())[:5]:
         lines.append(f"not promoted: {partition}: {why}")
     if len(promotion.refused) > 5:
@@ -214,11 +218,34 @@ def promote(
 
 
 @command
+def approve(
+    pipeline: Path = PipelineArg,
+    partitions: str = ApprovedOption,
+    reason: str = ReasonOption,
+    by: str | None = ByOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Promote held (warn) partitions a person approved, as one set; the audit trail keeps who, when and why."""
+    if as_json:
+        telling.json_result()
+    p = open_pipeline(pipeline)
+    result = p.approve(split_partitions(partitions) or [], reason=reason, by=by)
+    done = command_result.pipeline_promotion(result, p.file.name, "approve")
+    telling.told(done)
+    for line in promoted(result):
+        out.print(line, markup=False)
+    end(done.ending)
+
+
+@command
 def rollback(
     pipeline: Path = PipelineArg,
     promotion: str = typer.Option(..., "--promotion", help="The pipeline promotion id to undo."),
+    as_json: bool = JsonOption,
 ) -> None:
     """Undo a pipeline promotion: every layer's promotion, downstream first."""
+    if as_json:
+        telling.json_result()
     p = open_pipeline(pipeline)
     rec = p.rollback(promotion)
     telling.told(command_result.rollback("pipeline", p.file.name, rec.id, rec.partitions))

@@ -8,7 +8,8 @@ from rich.table import Table
 from rich.text import Text
 
 from shadow_backfill.cli import telling
-from shadow_backfill.cli.output import console, end, out, write_log
+from shadow_backfill.cli.consoles import console, out
+from shadow_backfill.cli.output import end, write_log
 from shadow_backfill.command_result import table_backfill, table_canary, table_promotion, table_run, table_validation
 from shadow_backfill.outcome import finished_canaries_outcome
 from shadow_backfill.vocabulary import VERDICT_STYLES, CheckStatus
@@ -147,8 +148,9 @@ def print_plan(plan: Any, *, dry_run: bool) -> None:
 
 
 def promoted_line(rec: Any) -> str:
+    approved = f" (approved by {rec.approved_by})" if rec.approved_by else ""
     return (
-        f"promoted {len(rec.partitions)} partition(s) into {rec.live_table} as {rec.id}: "
+        f"promoted {len(rec.partitions)} partition(s) into {rec.live_table} as {rec.id}{approved}: "
         f"live version {rec.live_version_before} -> {rec.live_version_after}"
     )
 
@@ -156,7 +158,7 @@ def promoted_line(rec: Any) -> str:
 def history_table(recs: list[Any]) -> Table:
     table = Table(title="promotions and rollbacks")
     whole_column(table, "id", [r.id for r in recs])
-    for col in ("kind", "at", "partitions", "live version", "undoes", "undone by", "schema", "user"):
+    for col in ("kind", "at", "partitions", "live version", "undoes", "undone by", "schema", "user", "approved"):
         # Columns that name another row's id fold it over lines rather than cut it.
         table.add_column(col, overflow="fold" if col in NAMES_IDS else "ellipsis")
     for r in recs:
@@ -172,6 +174,7 @@ def history_table(recs: list[Any]) -> Table:
             r.undone_by or "",
             ", ".join(r.schema_change),
             r.user or "",
+            f"{r.approved_by}: {r.approval_reason}" if r.approved_by else "",
         )
     return table
 
@@ -273,12 +276,25 @@ def print_run_plan(plan: Any) -> None:
     )
 
 
-def print_promotion(plan: Any, record: Any, target: str = "") -> None:
-    """A promotion's plan, then its line; exits 1 if it committed nothing
-    (`command_result.table_promotion`)."""
+def print_promotion(plan: Any, record: Any, target: str = "", command: str = "promote") -> None:
+    """A promotion's plan (or an approval's: `command`), then its line; exits 1 if it committed
+    nothing (`command_result.table_promotion`)."""
     print_plan(plan, dry_run=False)
-    end(telling.told(table_promotion(plan, record, target)))
+    end(telling.told(table_promotion(plan, record, target, command)))
     out.print(promoted_line(record))
+
+
+def say_recorded(bf: Any) -> None:
+    """Record, and say, each promotion or rollback a kill cut off between its commit and its
+    row in the state store: the rerun finishes it (from the commit's own audit trail)."""
+    known = {r.id for r in bf.store.promotions(bf.live_table)}
+    for rec in bf.history(reconcile_live=True):
+        if rec.id not in known:
+            out.print(
+                f"{rec.id}: finished a {rec.kind} of {len(rec.partitions)} partition(s) cut off by a kill "
+                "after its commit (recorded from live's history)",
+                markup=False,
+            )
 
 
 def print_finished_canaries(finished: list[Any]) -> None:
@@ -365,9 +381,10 @@ def members(rec: PipelineRecord) -> str:
 def pipeline_history_table(recs: list[PipelineRecord]) -> Table:
     table = Table(title="pipeline history")
     whole_column(table, "id", [r.id for r in recs])
-    for head in ("kind", "state", "partitions", "members", "undone by"):
+    for head in ("kind", "state", "partitions", "members", "undone by", "approved"):
         table.add_column(head, overflow="fold" if head in NAMES_IDS else "ellipsis")
     for r in recs:
-        cells = (r.id, r.kind, r.state, str(len(r.partitions)), members(r), r.undone_by or "")
+        approved = f"{r.approved_by}: {r.approval_reason}" if r.approved_by else ""
+        cells = (r.id, r.kind, r.state, str(len(r.partitions)), members(r), r.undone_by or "", approved)
         table.add_row(*(Text(c) for c in cells))
     return table

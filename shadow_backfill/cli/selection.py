@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Protocol
+from zoneinfo import ZoneInfo
 
 import typer
 
@@ -19,7 +20,7 @@ from shadow_backfill.errors import UsageError
 from shadow_backfill.partitions import MAX_PARTITIONS
 from shadow_backfill.preflight import check_before_engine
 from shadow_backfill.selection import Selection
-from shadow_backfill.windows import check_now, parse_duration
+from shadow_backfill.windows import check_now, parse_duration, window_time
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -39,6 +40,12 @@ LagOption = typer.Option(
     "--lag",
     help="With --last: a partition is complete once it ended this long ago (e.g. 2d, 6h; default 0).",
 )
+AsOfOption = typer.Option(
+    None,
+    "--as-of",
+    help="With --last: count the window from this instant instead of now (ISO 8601, e.g. a scheduler's "
+    "logical date 2024-01-12T00:00Z; without an offset, the config's time_zone).",
+)
 
 
 @dataclass(frozen=True)
@@ -51,10 +58,13 @@ class Asked:
     partitions: str | None = None
     last: int | None = None
     lag: str | None = None
+    as_of: str | None = None
 
     def check(self, *, as_json: bool = False, dry_run: bool = False) -> None:
         """`check_selection` of these options."""
-        check_selection(self.start, self.end, self.partitions, self.last, self.lag, as_json=as_json, dry_run=dry_run)
+        check_selection(
+            self.start, self.end, self.partitions, self.last, self.lag, self.as_of, as_json=as_json, dry_run=dry_run
+        )
 
     def named(self) -> Selection:
         """The partitions the options name before the engine starts: none for `--last`, whose
@@ -65,7 +75,7 @@ class Asked:
 
     def resolve(self, source: Windowed) -> Selection:
         """The partitions these options name (`select`)."""
-        return select(source, self.start, self.end, self.partitions, self.last, self.lag)
+        return select(source, self.start, self.end, self.partitions, self.last, self.lag, self.as_of)
 
 
 _RANGE = "Comma-separated partitions instead of a range."
@@ -75,7 +85,7 @@ def selection_options(
     start: str = "First partition.", *, partitions: str = _RANGE, window: bool = True
 ) -> Callable[[F], F]:
     """Give a command the selection's options, declared once here: `--start`, `--end`,
-    `--partitions` and, with `window`, `--last`/`--lag`. The command takes them as one
+    `--partitions` and, with `window`, `--last`/`--lag`/`--as-of`. The command takes them as one
     `asked: Asked` parameter; they are listed in `--help` right after its argument (why not one
     option per command: 9 commands declared them 40 times, with drifting help texts)."""
     options: list[Option] = [
@@ -84,7 +94,11 @@ def selection_options(
         ("partitions", str | None, typer.Option(None, help=partitions)),
     ]
     if window:
-        options += [("last", int | None, LastOption), ("lag", str | None, LagOption)]
+        options += [
+            ("last", int | None, LastOption),
+            ("lag", str | None, LagOption),
+            ("as_of", str | None, AsOfOption),
+        ]
     assert [name for name, _, _ in options] == [f.name for f in fields(Asked)][: len(options)]
     return option_group("asked", Asked, options, after_argument=True)
 
@@ -95,6 +109,7 @@ def check_selection(
     partitions: str | None,
     last: int | None,
     lag: str | None,
+    as_of: str | None = None,
     *,
     as_json: bool = False,
     dry_run: bool = False,
@@ -102,15 +117,17 @@ def check_selection(
     """Options that cannot go together, and a `SHADOW_BACKFILL_NOW` that is empty or no
     timestamp, refused (exit 2) before the config opens anything."""
     check_now()
-    if as_json and not dry_run:
-        raise UsageError("--json goes with --dry-run (a run prints its progress and summary)")
     if last is None and lag is not None:
         raise UsageError("--lag goes with --last (the N newest complete partitions)")
     given = [name for name, value in (("--start", start), ("--end", end), ("--partitions", partitions)) if value]
     if last is not None and given:
         raise UsageError(f"--last chooses the partitions itself: drop {' and '.join(given)}")
+    if last is None and as_of is not None:
+        raise UsageError("--as-of goes with --last (the N newest partitions complete at that instant)")
     if lag is not None:
         parse_duration(lag, "--lag")
+    if as_of is not None:
+        window_time(ZoneInfo("UTC"), as_of)
 
 
 def check_first(
@@ -130,16 +147,22 @@ def check_first(
 class Windowed(Protocol):
     """What resolves `--last --lag`: a `Backfill`, or a `Pipeline` (through its first layer)."""
 
-    def last_window(self, last: int, lag: str) -> Window: ...
+    def last_window(self, last: int, lag: str, as_of: str | None = None) -> Window: ...
 
     def window_keys(self, window: Window) -> list[str]: ...
 
 
 def select(
-    bf: Windowed, start: str | None, end: str | None, partitions: str | None, last: int | None, lag: str | None
+    bf: Windowed,
+    start: str | None,
+    end: str | None,
+    partitions: str | None,
+    last: int | None,
+    lag: str | None,
+    as_of: str | None = None,
 ) -> Selection:
     """The command's partitions (the options passed `check_selection`)."""
     if last is None:
         return Selection(start, end, split_partitions(partitions))
-    window = bf.last_window(last, lag or "0")
+    window = bf.last_window(last, lag or "0", as_of)
     return Selection(None, None, bf.window_keys(window), window)

@@ -14,6 +14,7 @@ import dataclasses
 import datetime as dt
 import functools
 import os
+import sys
 import uuid
 import warnings
 from collections.abc import Callable, Sequence
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import typer
 
 from shadow_backfill.announce.runs import RunPlan
+from shadow_backfill.cli.consoles import out
 from shadow_backfill.errors import ShadowBackfillWarning
 from shadow_backfill.outcome import EXIT_USAGE
 
@@ -49,6 +51,7 @@ class Telling:
     tables: list[tuple[str, Backfill]] = field(default_factory=list)
     result: CommandResult | None = None
     error: str | None = None
+    as_json: bool = False
 
 
 _current: ContextVar[Telling | None] = ContextVar("telling", default=None)
@@ -72,6 +75,8 @@ def announced(kind: str) -> Callable[[F], F]:
                 raise
             finally:
                 _current.reset(token)
+                if telling.as_json:
+                    _print_result(telling, code)
                 finish(telling, code)
 
         return wrapper  # type: ignore[return-value]
@@ -122,6 +127,32 @@ def told(result: CommandResult) -> Ending:
     if telling is not None:
         telling.result = result
     return result.ending
+
+
+def json_result() -> None:
+    """`--json` on a command that writes: stdout carries one JSON document, the command's result
+    (docs/command.schema.json), whatever its exit code; its text goes to stderr. A scheduler's
+    operator reads it (`integrations.airflow`) instead of parsing lines meant for people."""
+    telling = _current.get()
+    if telling is not None:
+        telling.as_json = True
+        out.file = sys.stderr
+
+
+def _print_result(telling: Telling, code: int) -> None:
+    """The result document of a `--json` command, with the exit code it exits with: a command
+    refused before it had a result (exit 2) still prints one, its `line` the error line."""
+    from shadow_backfill.command_result import CommandResult
+    from shadow_backfill.documents import dump
+    from shadow_backfill.outcome import Ending
+
+    out.file = None  # type: ignore[assignment]  # rich's own default again: whatever sys.stdout is
+    result, line = telling.result, telling.error
+    if result is None:
+        target = telling.plan.target if telling.plan is not None else ""
+        result = CommandResult(telling.command, "pipeline" if telling.kind == "pipeline" else "table", target)
+    line = line or (result.ending.line if code else "")
+    sys.stdout.write(dump(dataclasses.replace(result, ending=Ending(code, line)).document()))
 
 
 def skip() -> None:
@@ -183,4 +214,4 @@ def _finish(telling: Telling, code: int) -> None:
         telling.lineage.end(ending)
 
 
-__all__ = ["announced", "error", "opened", "skip", "told", "working_on"]
+__all__ = ["announced", "error", "json_result", "opened", "skip", "told", "working_on"]

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from shadow_backfill.cli.output import out
+from shadow_backfill.cli.consoles import out
 from shadow_backfill.cli.render import (
     history_table,
     pipeline_history_table,

@@ -75,6 +75,10 @@ class HistoryEntryDoc(_Out):
     schema_change: list[str] = Field(description='"+col": added to live, "-col": kept null')
     step: Literal["canary", "rest"] | None = Field(description="a canary promotion's step")
     steps_of: str | None = Field(description="a canary promotion's id, on both its steps")
+    approved_by: str | None = Field(
+        None, description="`approve`: who let these held (warn) partitions into live; null: no approval"
+    )
+    approval_reason: str | None = Field(None, description="`approve`: why, in the approver's words")
 
 
 class HistoryDoc(RootModel[list[HistoryEntryDoc]]):

@@ -22,7 +22,7 @@ class CommandDoc(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    command: str = Field(description="run, validate, promote or backfill")
+    command: str = Field(description="run, validate, promote, approve, rollback or backfill")
     kind: Literal["table", "pipeline"]
     target: str = Field(description="the table or the pipeline the command ran on; empty if not named")
     exit_code: int = Field(description="0 done, 1 failed, 3 held for approval, 4 stopped (docs: exit codes)")

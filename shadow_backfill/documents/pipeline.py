@@ -80,6 +80,10 @@ class PipelineHistoryEntryDoc(_Out):
     host: str | None
     at: str | None = Field(json_schema_extra=TIME)
     undone_by: str | None
+    approved_by: str | None = Field(
+        None, description="`pipeline approve`: who let these held (warn) partitions into live; null: no approval"
+    )
+    approval_reason: str | None = Field(None, description="`pipeline approve`: why, in the approver's words")
 
 
 class PipelineHistoryDoc(RootModel[list[PipelineHistoryEntryDoc]]):

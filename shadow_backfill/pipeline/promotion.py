@@ -20,7 +20,16 @@ from shadow_backfill import testpoints
 from shadow_backfill.api import Backfill
 from shadow_backfill.errors import RefusedError, ShadowBackfillError, UsageError, first_line
 from shadow_backfill.ledger import record_from_commit
-from shadow_backfill.state import PROMOTE, ROLLBACK, PipelineRecord, PromotionRecord, StateStore, new_id, utcnow
+from shadow_backfill.state import (
+    PROMOTE,
+    ROLLBACK,
+    Approval,
+    PipelineRecord,
+    PromotionRecord,
+    StateStore,
+    new_id,
+    utcnow,
+)
 from shadow_backfill.state.pipelines import DONE, PROMOTING, UNDOING
 
 
@@ -55,9 +64,18 @@ class SetPromotion:
                 refused.setdefault(partition, f"{key}: {why}")
         return refused
 
-    def promote(self, keys: list[str], allow_warn: bool | None) -> PipelineRecord:
+    def promote(self, keys: list[str], allow_warn: bool | None, approval: Approval | None = None) -> PipelineRecord:
+        """Promote `keys` in every layer as one set; `approval`: the person's approval the set
+        and each layer's promotion record (`pipeline approve`)."""
         record = PipelineRecord(
-            id=new_id("pipeline"), pipeline=self.pipeline, kind=PROMOTE, partitions=keys, state=PROMOTING, at=utcnow()
+            id=new_id("pipeline"),
+            pipeline=self.pipeline,
+            kind=PROMOTE,
+            partitions=keys,
+            state=PROMOTING,
+            at=utcnow(),
+            approved_by=approval.by if approval else None,
+            approval_reason=approval.reason if approval else None,
         )
         self.store.record_pipeline(record)
         return self._commit_layers(record, [], allow_warn)
@@ -72,7 +90,7 @@ class SetPromotion:
             if key in landed:
                 continue
             try:
-                plan, rec = self.layers[key].promote(record.partitions, allow_warn=allow_warn)
+                plan, rec = self.layers[key].promote(record.partitions, allow_warn=allow_warn, approval=record.approval)
                 if rec is None:
                     raise RefusedError(f"nothing promoted: {dict(plan.refused)}")
             except Exception as exc:

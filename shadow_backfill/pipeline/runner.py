@@ -42,7 +42,7 @@ from shadow_backfill.run_plan import RunPlan, joined_plans
 from shadow_backfill.selection import Selection
 from shadow_backfill.state import PipelineRecord, StateStore
 from shadow_backfill.transform import Inputs
-from shadow_backfill.workflow import PromotionPolicy
+from shadow_backfill.workflow import PromotionPolicy, approval_of, check_approval
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -334,6 +334,21 @@ class Pipeline(Commands[PipelineRun, dict[str, RunPlan], PipelineValidation, Pip
         chosen = [p for p in chosen if p not in refused]
         record = self._sets.promote(chosen, allow_warn) if chosen else None
         return PipelinePromotion(chosen, record, refused, self._finished)
+
+    @one_at_a_time
+    def approve(self, partitions: list[str], *, reason: str, by: str | None = None) -> PipelinePromotion:
+        """Promote partitions held for approval (pipeline verdict `warn`) that a person approved,
+        as one set (`promote`), all or none; the set and each layer's promotion record who (`by`,
+        default the current user), when and why. Refused (exit 2) unless every one is held."""
+        self._open()
+        keys = self._keys(Selection(partitions=partitions), required=True)
+        check_approval(keys, {v.partition: v.verdict for v in self.verdicts(keys)}, reason, by)
+        refused = self._sets.refused(keys, True)
+        if refused:
+            first = sorted(refused)[0]
+            raise RefusedError(f"{first}: {refused[first]} (approved partitions are promoted all or none)")
+        record = self._sets.promote(keys, True, approval_of(reason, by))
+        return PipelinePromotion(keys, record, refused, self._finished)
 
     @property
     def _sets(self) -> SetPromotion:

@@ -5,7 +5,7 @@ Each part of the store lives in its own module (runs and partitions, verdicts, t
 leases); `StateStore` composes them, and the names below are what the rest of the tool uses.
 """
 
-from shadow_backfill.state.audit import PROMOTE, ROLLBACK, PromotionRecord
+from shadow_backfill.state.audit import PROMOTE, ROLLBACK, Approval, PromotionRecord
 from shadow_backfill.state.db import current_user, utcnow
 from shadow_backfill.state.leases import describe_owner, lock_owner, new_id
 from shadow_backfill.state.partitions import PartitionRecord
@@ -18,6 +18,7 @@ __all__ = [
     "PROMOTE",
     "ROLLBACK",
     "SUPPORTED_DIALECTS",
+    "Approval",
     "PartitionRecord",
     "PipelineRecord",
     "PromotionRecord",

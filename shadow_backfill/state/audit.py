@@ -45,6 +45,16 @@ class RollbackStart(TypedDict):
     config_hash: str | None
 
 
+@dataclass(frozen=True)
+class Approval:
+    """A person's approval of partitions held for one (verdict `warn`): who, and why. The audit
+    trail keeps both on the promotion that carries them (when: the promotion's time), so the
+    question "who let this into live?" has an answer a year later."""
+
+    by: str
+    reason: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class PromotionRecord:
     """One promotion or rollback. The defaults are what a kind leaves unset (a rollback has no
@@ -71,14 +81,30 @@ class PromotionRecord:
     schema_change: list[str] = field(default_factory=list)  # "+col" added to live, "-col" kept null
     step: str | None = None  # a canary promotion's step: "canary" or "rest"
     steps_of: str | None = None  # the canary's id, on both steps
+    approved_by: str | None = None  # `approve`: who let these held partitions into live
+    approval_reason: str | None = None  # ... and why, in their words
 
     @classmethod
     def promotion(
-        cls, id: str, *, schema_change: list[str] | None = None, **known: Unpack[PromotionStart]
+        cls,
+        id: str,
+        *,
+        schema_change: list[str] | None = None,
+        approval: Approval | None = None,
+        **known: Unpack[PromotionStart],
     ) -> PromotionRecord:
         """Validated shadow partitions about to replace live ones, bound to the live version read;
-        `schema_change`: the declared schema changes it applies to live (`+col`, `-col`)."""
-        return cls(id=id, kind=PROMOTE, at=utcnow(), schema_change=list(schema_change or []), **known)
+        `schema_change`: the declared schema changes it applies to live (`+col`, `-col`);
+        `approval`: a person's approval of held partitions (`approve`)."""
+        return cls(
+            id=id,
+            kind=PROMOTE,
+            at=utcnow(),
+            schema_change=list(schema_change or []),
+            approved_by=approval.by if approval else None,
+            approval_reason=approval.reason if approval else None,
+            **known,
+        )
 
     @classmethod
     def rollback(cls, id: str, **known: Unpack[RollbackStart]) -> PromotionRecord:

@@ -85,9 +85,10 @@ def first_line(exc: DBAPIError) -> str:
 
 def from_row(cls: type[R], row: Mapping[str, Any], **converted: Any) -> R:
     """A record from a row whose columns are named like its fields; `converted`: the fields
-    that need more than a copy (JSON, time zones)."""
+    that need more than a copy (JSON, time zones). A column the row lacks reads as null: a store
+    opened without migrating (a dry run's) may predate a column added later."""
     names = [f.name for f in dataclasses.fields(cls)]
-    return cls(**{n: converted[n] if n in converted else row[n] for n in names})
+    return cls(**{n: converted[n] if n in converted else row.get(n) for n in names})
 
 
 def stamped(record: Any, json_fields: Iterable[str], **overrides: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import delete, select, update
 
 from shadow_backfill.records import plain
-from shadow_backfill.state.audit import PROMOTE, ROLLBACK
+from shadow_backfill.state.audit import PROMOTE, ROLLBACK, Approval
 from shadow_backfill.state.db import Db, aware, from_row, stamped
 from shadow_backfill.state.schema import pipeline_promotions
 
@@ -38,6 +38,13 @@ class PipelineRecord:
     host: str | None = None
     at: dt.datetime | None = None
     undone_by: str | None = None
+    approved_by: str | None = None  # `pipeline approve`: who, and why (each member records it too)
+    approval_reason: str | None = None
+
+    @property
+    def approval(self) -> Approval | None:
+        """The approval the set's members carry (a cut-off set finishes with it)."""
+        return Approval(self.approved_by, self.approval_reason or "") if self.approved_by else None
 
     def as_dict(self) -> dict[str, Any]:
         out = plain(self)

@@ -88,6 +88,9 @@ promotions = Table(
     # A canary promotion's steps: "canary" or "rest", and the canary's id on both (added later)
     Column("step", String(16)),
     Column("steps_of", String(64)),
+    # `approve`: who let held (`warn`) partitions into live, and why (added later)
+    Column("approved_by", String(255)),
+    Column("approval_reason", Text),
 )
 
 locks = Table(
@@ -113,6 +116,9 @@ pipeline_promotions = Table(
     Column("state", String(16), nullable=False),  # promoting (members still committing) | done
     *_written_by(),
     Column("undone_by", String(64)),
+    # `pipeline approve`: who let the held set into live, and why (added later; also on members)
+    Column("approved_by", String(255)),
+    Column("approval_reason", Text),
 )
 
 # One row per canary step, written BEFORE the canary's commit and `pending` until its checks on

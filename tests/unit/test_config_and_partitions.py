@@ -105,6 +105,7 @@ COMMANDS = [
     "validate",
     "report",
     "promote",
+    "approve",
     "rollback",
     "gc",
     "history",
@@ -112,7 +113,18 @@ COMMANDS = [
     "notify-test",
     "demo",
 ]
-PIPELINE_COMMANDS = ["run", "validate", "status", "promote", "rollback", "history", "report", "backfill", "notify-test"]
+PIPELINE_COMMANDS = [
+    "run",
+    "validate",
+    "status",
+    "promote",
+    "approve",
+    "rollback",
+    "history",
+    "report",
+    "backfill",
+    "notify-test",
+]
 
 
 def test_help_lists_commands() -> None:

@@ -72,7 +72,7 @@ def test_the_cli_resolves_to_the_same_value() -> None:
     assert cli.Selection is Selection
 
     class Newest:
-        def last_window(self, last: int, lag: str) -> Window:
+        def last_window(self, last: int, lag: str, as_of: str | None = None) -> Window:
             return _window(*range(3 - last, 3))
 
         def window_keys(self, window: Window) -> list[str]:

@@ -17,7 +17,14 @@ from typer.testing import CliRunner
 from shadow_backfill.cli.app import app
 from shadow_backfill.config import load_config
 from shadow_backfill.errors import ConfigError, UsageError
-from shadow_backfill.windows import NOW_VARIABLE, complete_before, current_time, last_periods, parse_duration
+from shadow_backfill.windows import (
+    NOW_VARIABLE,
+    complete_before,
+    current_time,
+    last_periods,
+    parse_duration,
+    window_time,
+)
 
 UTC = ZoneInfo("UTC")
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -137,7 +144,8 @@ def test_time_zone_is_checked_with_the_config(tmp_path: Path) -> None:
         (["backfill", "--last", "3", "--start", "2024-01-01"], "--last chooses the partitions itself: drop --start"),
         (["validate", "--last", "3", "--partitions", "2024-01-01"], "drop --partitions"),
         (["run", "--last", "3", "--lag", "2 days"], "--lag '2 days' is not a duration"),
-        (["backfill", "--json"], "--json goes with --dry-run"),
+        (["run", "--as-of", "2024-01-12"], "--as-of goes with --last"),
+        (["backfill", "--last", "3", "--as-of", "yesterday"], "--as-of 'yesterday' is not an ISO timestamp"),
     ],
 )
 def test_cli_refuses_mixed_selections_with_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
@@ -147,3 +155,35 @@ def test_cli_refuses_mixed_selections_with_exit_2(tmp_path: Path, args: list[str
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_as_of_takes_what_a_scheduler_renders_and_wins_over_the_variable() -> None:
+    """`--as-of` is the window's now: Airflow's `{{ logical_date }}` renders with a space and an
+    offset; a time without an offset is one of the config's zone; SHADOW_BACKFILL_NOW loses."""
+    pinned = {NOW_VARIABLE: "2030-01-01T00:00Z"}
+    airflow = window_time(UTC, "2024-01-12 00:00:00+00:00", pinned)
+    assert airflow == dt.datetime(2024, 1, 12, tzinfo=dt.timezone.utc)
+    assert window_time(UTC, "2024-01-12T00:00Z", pinned) == airflow
+    assert window_time(BERLIN, "2024-01-12T01:00", pinned) == airflow
+    assert window_time(UTC, dt.datetime(2024, 1, 12), pinned) == airflow
+    assert window_time(UTC, None, pinned) == dt.datetime(2030, 1, 1, tzinfo=dt.timezone.utc)
+    with pytest.raises(UsageError, match=r"^--as-of '' is not an ISO timestamp"):
+        window_time(UTC, "", pinned)
+
+
+def test_a_rerun_of_an_old_run_selects_the_same_partitions() -> None:
+    """The nightly job of 2024-01-12 re-run a year later: `--as-of` its logical date picks the
+    partitions it picked that night, whatever the clock says now."""
+    that_night = last_periods(
+        "daily", 3, complete_before(window_time(UTC, "2024-01-12T00:00Z"), dt.timedelta(days=2)), UTC
+    )
+    a_year_later = last_periods(
+        "daily",
+        3,
+        complete_before(
+            window_time(UTC, "2024-01-12 00:00:00+00:00", {NOW_VARIABLE: "2025-01-12T00:00Z"}), dt.timedelta(days=2)
+        ),
+        UTC,
+    )
+    assert that_night == a_year_later
+    assert [p.strftime("%Y-%m-%d") for p in that_night] == ["2024-01-07", "2024-01-08", "2024-01-09"]
