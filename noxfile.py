@@ -52,6 +52,18 @@ SOAK_SECONDS = os.environ.get("SB_SOAK_SECONDS", "60")
 CLASSIC = "not sail and not cluster and not connect and not s3"
 SPARK4_VENV = ".venv-spark4"
 SPARK4_REQUIREMENTS = (".[spark4,delta,sail,dev]", "pyspark[connect]>=4.1,<4.2")
+# A real Airflow in a venv of its own (tests/airflow): Airflow, its OpenLineage and standard
+# providers and the test tools; this clone goes in without its dependencies (the operator needs
+# pydantic, PyYAML and sqlglot only), and the tool's CLI it runs is the README's venv's: the
+# dependency sets of Airflow and Spark stay apart, as the operator's docs advise.
+AIRFLOW_VENV = ".venv-airflow"
+AIRFLOW_REQUIREMENTS = (
+    "apache-airflow==3.3.2",
+    "apache-airflow-providers-standard>=1.9",
+    "apache-airflow-providers-openlineage>=2.8",
+    "sqlglot>=30",
+    "pytest>=8",
+)
 # One pytest process per kind of Spark session (one Python process holds one kind): the classic
 # group (Iceberg, Delta with delta-spark, Parquet, and the classic-only tests), Sail, a real
 # Spark Connect server (Spark 4 only: Spark 3.5's server cannot be bound to loopback), the
@@ -100,8 +112,9 @@ class Group:
         return [self.python, "-m", "pytest", *self.paths, *self.args, "--durations=10", junit, *posargs]
 
     @property
-    def needs_spark4(self) -> bool:
-        return self.python == f"{SPARK4_VENV}/bin/python"
+    def waits_for(self) -> str | None:
+        """The venv this group's interpreter lives in, when CI installs it during the run."""
+        return self.python if self.python in (f"{SPARK4_VENV}/bin/python", f"{AIRFLOW_VENV}/bin/python") else None
 
 
 def _groups(python: str, line: str) -> list[Group]:
@@ -144,7 +157,7 @@ def _run_lanes(
     session: nox.Session,
     order: list[Group],
     lanes: int,
-    ready: Future[str] | None = None,
+    ready: dict[str, Future[str]] | None = None,
     posargs: Sequence[str] = (),
     env: dict[str, str] | None = None,
     took: dict[str, float] | None = None,
@@ -153,7 +166,8 @@ def _run_lanes(
     up, and fail the session if a group failed; returns each group's seconds. Why two lanes on 2
     cores: a pytest process of small Spark jobs keeps the cores about 70% busy (it waits on JVM
     starts, its own polling and Spark's scheduling); two side by side fill the gaps. A group of
-    the 4.1 line waits for `ready`, the 4.1 venv, and a lane takes another group meanwhile."""
+    the 4.1 line (or the Airflow group) waits for its venv in `ready`, and a lane takes another
+    group meanwhile."""
     pending, lock = list(order), threading.Lock()
     seconds: dict[str, float] = {} if took is None else took  # filled as groups end, failed or not
     failed: list[str] = []
@@ -163,12 +177,13 @@ def _run_lanes(
             with lock:
                 if not pending:
                     return None
-                usable = [g for g in pending if not g.needs_spark4 or ready is None or ready.done()]
+                usable = [g for g in pending if g.waits_for is None or ready is None or ready[g.waits_for].done()]
                 if usable:
                     pending.remove(usable[0])
                     return usable[0]
-            assert ready is not None
-            ready.result()
+                venv = pending[0].waits_for
+            assert ready is not None and venv is not None
+            ready[venv].result()
 
     def lane() -> None:
         while (group := next_group()) is not None:
@@ -192,15 +207,19 @@ def _venv_cache(link: str, requirements: tuple[str, ...]) -> Path:
     return CACHE / "venvs" / f"{Path(link).name.lstrip('.')}-{digest}"
 
 
-def _cached_venv(session: nox.Session, link: str, requirements: tuple[str, ...]) -> str:
+def _cached_venv(session: nox.Session, link: str, requirements: tuple[str, ...], clone_deps: bool = True) -> str:
     """`link` (a venv path in the clone) as a symlink to a venv cached per machine under a digest
     of pyproject.toml, the interpreter and `requirements`: the first run installs them (the cold
     path, what a new machine does); later runs install only this clone, editable and without its
     dependencies (seconds instead of a minute or more). A clone's own venv (a real folder) is
-    used as it is, and updated."""
+    used as it is, and updated. `clone_deps=False`: the clone goes in without its dependencies
+    (the Airflow venv: `requirements` are all it holds besides)."""
     python = f"{link}/bin/python"
+    install = ("-e", *requirements) if clone_deps else (*requirements,)
     if os.path.isdir(link) and not os.path.islink(link):
-        session.run(python, "-m", "pip", "install", "-q", "-e", *requirements, external=True)
+        session.run(python, "-m", "pip", "install", "-q", *install, external=True)
+        if not clone_deps:
+            session.run(python, "-m", "pip", "install", "-q", "--no-deps", "-e", ".", external=True)
         return python
     cached = _venv_cache(link, requirements)
     complete = cached / ".complete"
@@ -214,7 +233,9 @@ def _cached_venv(session: nox.Session, link: str, requirements: tuple[str, ...])
     session.log(f"venv {link}: not cached, installing into {cached}")
     shutil.rmtree(cached, ignore_errors=True)
     session.run("python3", "-m", "venv", str(cached), external=True)
-    session.run(python, "-m", "pip", "install", "-q", "-e", *requirements, external=True)
+    session.run(python, "-m", "pip", "install", "-q", *install, external=True)
+    if not clone_deps:
+        session.run(python, "-m", "pip", "install", "-q", "--no-deps", "-e", ".", external=True)
     complete.touch()
     return python
 
@@ -222,6 +243,16 @@ def _cached_venv(session: nox.Session, link: str, requirements: tuple[str, ...])
 def _spark4_python(session: nox.Session) -> str:
     """PySpark 4.1's interpreter, in its own venv `.venv-spark4`, cached per machine."""
     return _cached_venv(session, SPARK4_VENV, SPARK4_REQUIREMENTS)
+
+
+def _airflow_python(session: nox.Session) -> str:
+    """A real Airflow's interpreter, in its own venv `.venv-airflow`, cached per machine."""
+    return _cached_venv(session, AIRFLOW_VENV, AIRFLOW_REQUIREMENTS, clone_deps=False)
+
+
+# The operator against a real Airflow: `dag.test()` of the example DAGs on the demo's tables,
+# the tool's CLI from the README's venv (tests/airflow).
+AIRFLOW = Group("airflow", f"{AIRFLOW_VENV}/bin/python", ("tests/airflow",))
 
 
 def _check_spark35(session: nox.Session) -> None:
@@ -291,15 +322,20 @@ def tests(session: nox.Session) -> None:
     full = "--full" in session.posargs
     posargs = [a for a in session.posargs if a != "--full"]
     cold = not (_venv_cache(SPARK4_VENV, SPARK4_REQUIREMENTS) / ".complete").exists()
-    with ThreadPoolExecutor(max_workers=1) as installer:
-        ready = installer.submit(_spark4_python, session)
-        if not cold:  # seconds: install this clone into the cached venv, then longest first
-            ready.result()
-        everything = [*_groups(f"{SPARK4_VENV}/bin/python", "4.1"), *_groups("python", "3.5"), *STATIC]
+    cold |= not (_venv_cache(AIRFLOW_VENV, AIRFLOW_REQUIREMENTS) / ".complete").exists()
+    with ThreadPoolExecutor(max_workers=1) as installer:  # one pip at a time: 2 cores
+        ready = {
+            f"{SPARK4_VENV}/bin/python": installer.submit(_spark4_python, session),
+            f"{AIRFLOW_VENV}/bin/python": installer.submit(_airflow_python, session),
+        }
+        if not cold:  # seconds: install this clone into the cached venvs, then longest first
+            for venv in ready.values():
+                venv.result()
+        everything = [*_groups(f"{SPARK4_VENV}/bin/python", "4.1"), *_groups("python", "3.5"), AIRFLOW, *STATIC]
         chosen = _selection(session, everything, full)
         seconds = {k: float(v) for k, v in ci_plan.read_json(TIMES).items() if isinstance(v, (int, float))}
         # while the 4.1 venv installs (a new machine), the 3.5 groups and the static checks go first
-        first = ci_plan.schedule([g.name for g in chosen if not g.needs_spark4], seconds) if cold else []
+        first = ci_plan.schedule([g.name for g in chosen if g.waits_for is None], seconds) if cold else []
         names = ci_plan.schedule([g.name for g in chosen], seconds, first)
         by_name = {g.name: g for g in chosen}
         took: dict[str, float] = {}

@@ -55,6 +55,7 @@ DEFAULT_SECONDS = {
     "4.1-formats-classic": 472.0,
     "4.1-sail": 338.0,
     "4.1-cluster": 90.0,
+    "airflow": 150.0,
 }
 
 

@@ -62,7 +62,7 @@ from support.settings import (  # noqa: E402
 )
 
 CLASSIC = "not sail and not cluster and not connect and not s3"  # the classic group's -m expression
-TIERS = ("unit", "formats", "e2e")
+TIERS = ("unit", "formats", "e2e", "airflow")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from shadow_backfill.api import Backfill
     from shadow_backfill.command_result import CommandResult
     from shadow_backfill.config import NotifySpec
+    from shadow_backfill.documents.command import DatasetDoc
     from shadow_backfill.outcome import Ending
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -152,7 +153,20 @@ def _print_result(telling: Telling, code: int) -> None:
         target = telling.plan.target if telling.plan is not None else ""
         result = CommandResult(telling.command, "pipeline" if telling.kind == "pipeline" else "table", target)
     line = line or (result.ending.line if code else "")
-    sys.stdout.write(dump(dataclasses.replace(result, ending=Ending(code, line)).document()))
+    doc = dataclasses.replace(result, ending=Ending(code, line)).document()
+    sys.stdout.write(dump(doc.model_copy(update={"outputs": _outputs(telling, code)})))
+
+
+def _outputs(telling: Telling, code: int) -> list[DatasetDoc]:
+    """The live tables as lineage names them, read only from a command that started its engine
+    and was not refused (a refusal must not start Spark to say where its tables lie)."""
+    from shadow_backfill.announce.facts import gather
+    from shadow_backfill.documents.command import DatasetDoc
+
+    if code == EXIT_USAGE:
+        return []
+    found = [gather(key, bf, [], datasets=bf.session_started).live for key, bf in telling.tables]
+    return [DatasetDoc(namespace=d.namespace, name=d.name) for d in found if d is not None]
 
 
 def skip() -> None:

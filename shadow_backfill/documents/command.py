@@ -17,6 +17,15 @@ from shadow_backfill.vocabulary import CheckStatus
 Reasons = dict[str, str]
 
 
+class DatasetDoc(BaseModel):
+    """A table as the command's OpenLineage events name it (`namespace`, `name`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    namespace: str
+    name: str
+
+
 class CommandDoc(BaseModel):
     """One command's account; `layers`: a pipeline's tables, each its own account."""
 
@@ -42,3 +51,8 @@ class CommandDoc(BaseModel):
     promotion_id: str | None
     reports: dict[str, str] = Field(description="report kind -> its path")
     layers: list[CommandDoc] = Field(description="a pipeline's tables, upstream first; empty for a table")
+    outputs: list[DatasetDoc] = Field(
+        default_factory=list,
+        description="`--json` of a command that started its engine: its live tables, named as its "
+        "OpenLineage events name them (a scheduler's lineage of the task); else empty",
+    )
