@@ -40,7 +40,7 @@ from shadow_backfill.preflight import (
 from shadow_backfill.progress import Progress, whole_step
 from shadow_backfill.promote import Promoter, PromotionPlan
 from shadow_backfill.recompute import ProgressCallback, Recompute, RunOptions
-from shadow_backfill.report import ReportData, write_reports
+from shadow_backfill.report import ReportData, approvals_in_force, write_reports
 from shadow_backfill.results import BackfillResult, RunResult, ValidationResult
 from shadow_backfill.rollback import Rollback
 from shadow_backfill.run_plan import RunPlan, plan_run
@@ -235,7 +235,8 @@ class Backfill(Commands[RunResult, RunPlan, ValidationResult, BackfillResult]):
         verdicts = self.verdicts()
         if not verdicts:
             raise UsageError(f"no verdicts for {self.shadow_table} yet: run `shadow-backfill validate` first")
-        data = ReportData(self.live_table, self.shadow_table, self.config.format, verdicts)
+        approvals = approvals_in_force(self.store.promotions(self.live_table))
+        data = ReportData(self.live_table, self.shadow_table, self.config.format, verdicts, approvals)
         folder = Path(out_dir)
         if folder.exists() and not folder.is_dir():
             raise UsageError(f"report folder {str(folder)!r} is a file, not a folder")

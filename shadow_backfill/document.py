@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shadow_backfill.vocabulary import CheckStatus
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # The fields each schema_version published (`fields_digest`): a test fails when a field is added,
 # removed or made required under a version already published (tests/unit/test_report_schema.py).
 SCHEMA_DIGESTS = {
@@ -35,6 +35,7 @@ SCHEMA_DIGESTS = {
     3: "f28caa7fe88262ec9336ccbfe14d4f7775539dbd228e08876cb7ef4745d06221",  # + shadow_min, shadow_max
     # - the partition's rows, column_changes, samples (read them under metrics) and reasons
     4: "19b85547accf5afb982c51fc006fed87dda40d1b71219cbe6b05390ad349c079",
+    5: "a9c550ea05e4172d04b08a839ca731109f85cdafc018141154f7826f2233d567",  # + a partition's approval
 }
 
 # Non-finite floats are published as text ("inf", "-inf", "nan"): JSON has no such numbers.
@@ -185,6 +186,15 @@ class MetricsDoc(_Doc):
         return self.rows.shadow if self.rows is not None else None
 
 
+class ApprovalDoc(_Doc):
+    """A person's approval that let a held (warn) partition into live (`approve`)."""
+
+    by: str
+    reason: str
+    at: str | None
+    promotion_id: str
+
+
 class PartitionDoc(_Doc):
     """One partition: its verdict, the versions it was judged on, every check and what was
     measured. The checks that decided a verdict are those with status `fail` or `warn` (no
@@ -199,14 +209,16 @@ class PartitionDoc(_Doc):
     validated_at: str | None
     checks: list[CheckDoc]
     metrics: MetricsDoc
+    approval: ApprovalDoc | None = None
+    """Who approved this held partition into live, when and why (null: no approval in force)."""
 
 
 class ReportDoc(_Doc):
     """report.json."""
 
-    # 3 added shadow_min and shadow_max, 4 removed the partition's copies of metrics and reasons;
-    # a version 2 or 3 document still reads (its removed fields kept as given)
-    schema_version: Literal[2, 3, 4]
+    # 3 added shadow_min and shadow_max, 4 removed the partition's copies of metrics and reasons,
+    # 5 added a partition's approval; a version 2 to 4 document still reads (as given)
+    schema_version: Literal[2, 3, 4, 5]
     report_id: str
     generated_at: str
     live_table: str

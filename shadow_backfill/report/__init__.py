@@ -9,9 +9,9 @@ from pathlib import Path
 from shadow_backfill.report.html import render_html
 from shadow_backfill.report.junit import render_junit
 from shadow_backfill.report.markdown import render_markdown
-from shadow_backfill.report.model import ReportData, report_document, report_text
+from shadow_backfill.report.model import ReportData, approvals_in_force, report_document, report_text
 
-__all__ = ["ReportData", "write_reports"]
+__all__ = ["ReportData", "approvals_in_force", "write_reports"]
 
 
 def write_reports(data: ReportData, out_dir: Path) -> dict[str, Path]:

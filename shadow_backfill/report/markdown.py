@@ -105,6 +105,17 @@ def _worst_samples(bad: Sequence[PartitionDoc], partitions: int = 10, per_partit
     ]
 
 
+def _approvals(bad: Sequence[PartitionDoc]) -> list[str]:
+    """Who let held partitions into live, and why (`approve`), a line each."""
+    approved = [v for v in bad if v.approval is not None]
+    lines = ["", "**Approved into live:**", ""] if approved else []
+    for v in approved:
+        a = v.approval
+        assert a is not None
+        lines.append(f"- {md(v.partition)}: by {md(a.by)} ({md(a.at or '')}, {_code(a.promotion_id)}): {md(a.reason)}")
+    return lines
+
+
 def render_markdown(doc: ReportDoc, max_rows: int = 50) -> str:
     """The summary line, then the partitions that did not pass, their column changes and samples."""
     s = doc.summary
@@ -134,6 +145,7 @@ def render_markdown(doc: ReportDoc, max_rows: int = 50) -> str:
         )
     if len(bad) > max_rows:
         lines.append(f"\n…and {len(bad) - max_rows} more partitions that did not pass.")
+    lines += _approvals(bad)
     lines += _column_changes(bad, max_rows)
     lines += _worst_samples(bad)
     return "\n".join(lines) + "\n"

@@ -7,14 +7,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from pydantic import BaseModel
 
-from shadow_backfill.document import SCHEMA_VERSION, CheckDoc, PartitionDoc, ReportDoc
-from shadow_backfill.state import VerdictRecord
+from shadow_backfill.document import SCHEMA_VERSION, ApprovalDoc, CheckDoc, PartitionDoc, ReportDoc
+from shadow_backfill.state import PromotionRecord, VerdictRecord
 from shadow_backfill.vocabulary import VERDICTS, CheckStatus
 
 
@@ -26,6 +26,8 @@ class ReportData:
     shadow_table: str
     table_format: str
     verdicts: Sequence[VerdictRecord]
+    # partition -> the approval in force that let it into live (`approvals_in_force`)
+    approvals: Mapping[str, ApprovalDoc] = field(default_factory=dict)
     report_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     generated_at: str = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc).isoformat())
 
@@ -44,7 +46,20 @@ def _same_named(record: Any, document: type[BaseModel]) -> dict[str, Any]:
     return {f.name: getattr(record, f.name) for f in fields(record) if f.name in document.model_fields}
 
 
-def partition_document(v: VerdictRecord) -> PartitionDoc:
+def approvals_in_force(trail: Sequence[PromotionRecord]) -> dict[str, ApprovalDoc]:
+    """Each partition's approval from the audit trail (oldest first): the latest approved
+    promotion of it that no rollback undid."""
+    found: dict[str, ApprovalDoc] = {}
+    for rec in trail:
+        if rec.approved_by is None or rec.undone_by is not None:
+            continue
+        at = rec.at.isoformat() if rec.at else None
+        approval = ApprovalDoc(by=rec.approved_by, reason=rec.approval_reason or "", at=at, promotion_id=rec.id)
+        found |= dict.fromkeys(rec.partitions, approval)
+    return found
+
+
+def partition_document(v: VerdictRecord, approval: ApprovalDoc | None = None) -> PartitionDoc:
     """A partition as report.json publishes it: the stored record, its time as ISO text. Its
     metrics always carry `column_changes` and `samples`, empty when there are none (a verdict
     stored before the judge measured them has neither), so a script reads them without a
@@ -57,6 +72,7 @@ def partition_document(v: VerdictRecord) -> PartitionDoc:
             "validated_at": v.validated_at.isoformat() if v.validated_at else None,
             "checks": [c.as_dict() for c in v.checks],
             "metrics": v.metrics.model_copy(update=missing) if missing else v.metrics,
+            "approval": approval,
         }
     )
 
@@ -70,7 +86,7 @@ def report_document(data: ReportData) -> ReportDoc:
             "schema_version": SCHEMA_VERSION,
             "format": data.table_format,
             "summary": data.summary,
-            "partitions": [partition_document(v) for v in data.verdicts],
+            "partitions": [partition_document(v, data.approvals.get(v.partition)) for v in data.verdicts],
         }
     )
 

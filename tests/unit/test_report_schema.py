@@ -122,7 +122,7 @@ def test_a_v4_document_says_each_fact_once() -> None:
     schema (the file, not the models) accepts a real dump."""
     records = _records()
     document = published(json.dumps(_document(records)), "report.schema.json")
-    assert document["schema_version"] == 4
+    assert document["schema_version"] == 5
     for part, record in zip(document["partitions"], records, strict=True):
         assert not {"rows", "reasons", "column_changes", "samples"} & set(part), "a copy of metrics or checks"
         metrics = part["metrics"]
@@ -186,3 +186,41 @@ def test_schema_version_moves_when_a_field_does() -> None:
         f"report.json's fields changed under schema_version {SCHEMA_VERSION}, which users' scripts already read: "
         f"bump SCHEMA_VERSION and record {fields_digest()} for it in SCHEMA_DIGESTS"
     )
+
+
+def test_the_report_names_who_approved_a_held_partition_and_why() -> None:
+    """An approval in force (not undone) appears on its partition in report.json, the Markdown
+    and the HTML, its data-derived text escaped; an undone approval does not."""
+    from shadow_backfill.report.html import render_html
+    from shadow_backfill.report.markdown import render_markdown
+    from shadow_backfill.report.model import approvals_in_force
+    from shadow_backfill.state import Approval, PromotionRecord
+
+    records = _records()
+    held = [r.partition for r in records if r.verdict != CheckStatus.PASS]
+    base = {
+        "live_table": "db.t",
+        "shadow_table": "db.t_v2",
+        "live_version_before": 1,
+        "shadow_versions": {},
+        "validation_ids": [],
+        "config_hash": None,
+        "code_fingerprint": None,
+    }
+    undone = dataclasses.replace(
+        PromotionRecord.promotion("p-0", partitions=held, approval=Approval("mallory", "x"), **base),  # type: ignore[arg-type]
+        undone_by="rb-1",
+    )
+    kept = PromotionRecord.promotion(
+        "p-1", partitions=held[:1], approval=Approval("alice", "<b>ok</b> | INC-42"), **base
+    )  # type: ignore[arg-type]
+    approvals = approvals_in_force([undone, kept])
+    assert {k: (a.by, a.promotion_id) for k, a in approvals.items()} == {held[0]: ("alice", "p-1")}
+    doc = report_document(ReportData("db.t", "db.t_v2", "iceberg", records, approvals))
+    document = published(report_text(doc), "report.schema.json")
+    approved = {p["partition"]: p["approval"] for p in document["partitions"] if p["approval"]}
+    assert list(approved) == [held[0]] and approved[held[0]]["reason"] == "<b>ok</b> | INC-42"
+    markdown = render_markdown(doc)
+    assert "by alice" in markdown and "<b>" not in markdown and "\\| INC-42" in markdown
+    html = render_html(doc)
+    assert "approved into live by <strong>alice</strong>" in html and "&lt;b&gt;ok&lt;/b&gt;" in html
