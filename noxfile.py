@@ -153,6 +153,11 @@ def _run_group(
     return code == 0, seconds
 
 
+def _installed(venv: Future[str]) -> bool:
+    """The venv's install finished and did not fail (a failed one is raised by the lane)."""
+    return venv.done() and venv.exception() is None
+
+
 def _run_lanes(
     session: nox.Session,
     order: list[Group],
@@ -177,17 +182,18 @@ def _run_lanes(
             with lock:
                 if not pending:
                     return None
-                usable = [g for g in pending if g.waits_for is None or ready is None or ready[g.waits_for].done()]
+                usable = [g for g in pending if g.waits_for is None or ready is None or _installed(ready[g.waits_for])]
                 if usable:
                     pending.remove(usable[0])
                     return usable[0]
                 venv = pending[0].waits_for
             assert ready is not None and venv is not None
-            ready[venv].result()
+            ready[venv].result()  # an install that failed raises here, and the session fails
 
     def lane() -> None:
         while (group := next_group()) is not None:
-            ok, spent = _run_group(session, group, lanes > 1, list(posargs), env or {"SB_SOAK_SECONDS": SOAK_SECONDS})
+            default_env = {"SB_SOAK_SECONDS": SOAK_SECONDS, "SB_AIRFLOW_REQUIRED": "1"}
+            ok, spent = _run_group(session, group, lanes > 1, list(posargs), env or default_env)
             seconds[group.name] = spent
             if not ok:
                 failed.append(group.name)

@@ -235,7 +235,7 @@ class Backfill(Commands[RunResult, RunPlan, ValidationResult, BackfillResult]):
         verdicts = self.verdicts()
         if not verdicts:
             raise UsageError(f"no verdicts for {self.shadow_table} yet: run `shadow-backfill validate` first")
-        approvals = approvals_in_force(self.store.promotions(self.live_table))
+        approvals = approvals_in_force(self.store.promotions(self.live_table), self.shadow_table)
         data = ReportData(self.live_table, self.shadow_table, self.config.format, verdicts, approvals)
         folder = Path(out_dir)
         if folder.exists() and not folder.is_dir():
@@ -304,6 +304,10 @@ class Backfill(Commands[RunResult, RunPlan, ValidationResult, BackfillResult]):
         (exit 2, nothing written) unless every named partition is held."""
         approve_checks(self, partitions, reason=reason, by=by)  # again, under the hold
         canaries.refuse_after_failed(self.finish_unchecked_canaries())
+        live = self.promoter().already_live(self.named_keys(partitions) or [])
+        if live:
+            first = next(iter(live))
+            raise UsageError(f"cannot approve {first}: already promoted by {live[first]}; nothing was promoted")
         return self.promote_now(partitions, allow_warn=True, approval=approval_of(reason, by))
 
     def finish_unchecked_canaries(self) -> list[FinishedCanary]:

@@ -45,3 +45,13 @@ class PartitionRecord:
 
     def as_dict(self) -> dict[str, Any]:
         return plain(self)
+
+
+@dataclass(frozen=True)
+class Approval:
+    """A person's approval of partitions held for one (verdict `warn`): who, and why. The audit
+    trail keeps both on the promotion that carries them (when: the promotion's time), so the
+    question "who let this into live?" has an answer a year later."""
+
+    by: str
+    reason: str

@@ -75,11 +75,19 @@ def window_time(zone: ZoneInfo, as_of: AsOf = None, environ: Mapping[str, str] |
     """The instant a `--last --lag` window is counted from: `as_of` when given (a datetime
     without a zone, or a text without an offset, is a wall-clock time of `zone`), else
     `current_time`."""
+    now = current_time(zone, environ)
     if as_of is None:
-        return current_time(zone, environ)
+        return now
     if isinstance(as_of, dt.datetime):
-        return as_of if as_of.tzinfo is not None else as_of.replace(tzinfo=zone)
-    return parse_instant(as_of, f"--as-of {as_of!r}", zone)
+        instant = as_of if as_of.tzinfo is not None else as_of.replace(tzinfo=zone)
+    else:
+        instant = parse_instant(as_of, f"--as-of {as_of!r}", zone)
+    if instant > now:  # a manual run "for next week": its partitions are not complete yet
+        raise UsageError(
+            f"--as-of {instant.isoformat()} is later than now ({now.isoformat()}): "
+            "a window counted from it would take partitions not complete yet"
+        )
+    return instant
 
 
 def parse_instant(text: str, culprit: str, zone: ZoneInfo) -> dt.datetime:

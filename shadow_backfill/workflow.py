@@ -11,8 +11,7 @@ from dataclasses import dataclass
 
 from shadow_backfill.config import BackfillConfig
 from shadow_backfill.errors import UsageError
-from shadow_backfill.state.audit import Approval
-from shadow_backfill.state.db import current_user
+from shadow_backfill.records import Approval
 from shadow_backfill.timebox import TimeBox
 from shadow_backfill.vocabulary import CheckStatus
 
@@ -109,6 +108,8 @@ def check_approval(
 
 def approval_of(reason: str, by: str | None) -> Approval:
     """The approval `approve` records: `by`, or the user the command runs as."""
+    from shadow_backfill.state.db import current_user  # SQLAlchemy: not for every command's start
+
     return Approval(by=(by or current_user()).strip(), reason=reason.strip())
 
 

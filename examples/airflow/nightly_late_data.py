@@ -27,6 +27,9 @@ with DAG(
     start_date=dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc),
     catchup=False,
     max_active_runs=1,  # two nights' windows overlap: one run at a time
+    # retries are for what a retry can fix (a lost worker); the operator fails a data failure
+    # (exit 1) and a mistake (exit 2) without using them
+    default_args={"retries": 2, "retry_delay": dt.timedelta(minutes=5)},
     tags=["shadow-backfill"],
 ) as dag:
     ShadowBackfillOperator(

@@ -195,16 +195,14 @@ def status(
 @selection_options("First partition (default: every recomputed partition).")
 def validate(asked: Asked, config: Path = ConfigArg, as_json: bool = JsonListOption, quiet: bool = QuietOption) -> None:
     """Validate shadow partitions (suites + drift against live); exit 1 if any fails, 3 if some only warn."""
+    if as_json:
+        telling.json_result()  # the result document, even for a refusal
     asked.check()
     bf = open_backfill(config, lambda cfg: check_first(cfg, asked, required=False, live=False))
     chosen = asked.resolve(bf)
     with progress_bars(quiet or as_json) as progress:
         result = bf.validate(chosen.start, chosen.end, chosen.partitions, progress=progress)
-    if as_json:
-        from shadow_backfill.command_result import table_validation
-
-        print_json(table_validation(result, bf.live_table).document())
-    else:
+    if not as_json:
         print_verdicts(result)
     exit_for_verdicts(result, bf.live_table)
 
@@ -229,7 +227,9 @@ def promote(
         None, help="Comma-separated partitions (all-or-nothing); default: every validated partition that passed."
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan; write nothing."),
-    as_json: bool = typer.Option(False, "--json", help="With --dry-run: print the plan as one JSON document."),
+    as_json: bool = typer.Option(
+        False, "--json", help="One JSON document on stdout: with --dry-run the plan, else the promotion's result."
+    ),
     allow_warn: bool | None = AllowWarnOption,
     canary: int | None = CanaryOption,
     quiet: bool = QuietOption,

@@ -95,12 +95,12 @@ class Job:
     def check(self, asked: Asked) -> None:
         """Options that cannot go together, or are malformed, refused (exit 2) before the
         config opens anything."""
-        asked.check(as_json=self.as_json, dry_run=self.dry_run)
-        check_limits(self.until, self.max_duration)
         if self.dry_run:
             telling.skip()  # a dry run writes nothing: nothing to tell
         elif self.as_json:
-            telling.json_result()
+            telling.json_result()  # first: a refusal below prints its document too
+        asked.check(as_json=self.as_json, dry_run=self.dry_run)
+        check_limits(self.until, self.max_duration)
 
     def report_to(self, beside: Path) -> Path | None:
         """Where a backfill writes its reports (checked before the engine starts): `--report`,

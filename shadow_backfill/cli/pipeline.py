@@ -24,6 +24,8 @@ from shadow_backfill.errors import UsageError
 from shadow_backfill.pipeline.preflight import check_layers
 from shadow_backfill.pipeline.spec import load_pipeline
 from shadow_backfill.timebox import stop_on_sigterm
+from shadow_backfill.vocabulary import CheckStatus
+from shadow_backfill.workflow import check_approval
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -163,6 +165,8 @@ def run(asked: Asked, job: Job, pipeline: Path = PipelineArg) -> None:
 @selection_options("First partition (default: every recomputed one).")
 def validate(asked: Asked, pipeline: Path = PipelineArg, as_json: bool = JsonOption, quiet: bool = QuietOption) -> None:
     """Validate every layer and judge each partition across layers; exit 1 if any fails, 3 if some warn."""
+    if as_json:
+        telling.json_result()  # the result document, even for a refusal
     asked.check()
     p = open_pipeline(pipeline, first_checks(asked, required=False))
     keys = asked.resolve(p)
@@ -170,9 +174,7 @@ def validate(asked: Asked, pipeline: Path = PipelineArg, as_json: bool = JsonOpt
         result = p.validate(keys.start, keys.end, keys.partitions, progress=progress)
     done = command_result.pipeline_validation(result, p.file.name)
     telling.told(done)
-    if as_json:
-        spelling.print_json(done.document())
-    else:
+    if not as_json:
         say_finished(p)
         out.print(verdict_table(p.order, result))
     end(done.ending)
@@ -204,14 +206,14 @@ def promote(
     canary: str | None = NoCanaryOption,
 ) -> None:
     """Promote what passed in every layer: one commit per layer, upstream first, undone together on failure."""
+    if as_json:
+        telling.json_result()  # the result document, even for a refusal
     refuse_canary(canary)
     p = open_pipeline(pipeline, first_checks(asked, required=False))
     result = p.promote(asked.start, asked.end, split_partitions(asked.partitions), allow_warn=allow_warn)
     done = command_result.pipeline_promotion(result, p.file.name)
     telling.told(done)
-    if as_json:
-        spelling.print_json(done.document())
-    else:
+    if not as_json:
         for line in promoted(result):
             out.print(line, markup=False)
     end(done.ending)
@@ -228,8 +230,11 @@ def approve(
     """Promote held (warn) partitions a person approved, as one set; the audit trail keeps who, when and why."""
     if as_json:
         telling.json_result()
-    p = open_pipeline(pipeline)
-    result = p.approve(split_partitions(partitions) or [], reason=reason, by=by)
+    names = split_partitions(partitions) or []
+    check_approval(names, dict.fromkeys(names, CheckStatus.WARN), reason, by)  # the verdicts: under the lease
+    chosen = Asked(partitions=partitions).named()
+    p = open_pipeline(pipeline, lambda file: check_layers(file, chosen, required=True, live=False))
+    result = p.approve(names, reason=reason, by=by)
     done = command_result.pipeline_promotion(result, p.file.name, "approve")
     telling.told(done)
     for line in promoted(result):

@@ -43,6 +43,7 @@ LagOption = typer.Option(
 AsOfOption = typer.Option(
     None,
     "--as-of",
+    metavar="DATETIME",
     help="With --last: count the window from this instant instead of now (ISO 8601, e.g. a scheduler's "
     "logical date 2024-01-12T00:00Z; without an offset, the config's time_zone).",
 )

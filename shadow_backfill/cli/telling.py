@@ -53,6 +53,7 @@ class Telling:
     result: CommandResult | None = None
     error: str | None = None
     as_json: bool = False
+    stdout: Any = sys.stdout  # `--json`: where the document goes (the command's own stdout goes to stderr)
 
 
 _current: ContextVar[Telling | None] = ContextVar("telling", default=None)
@@ -135,9 +136,10 @@ def json_result() -> None:
     (docs/command.schema.json), whatever its exit code; its text goes to stderr. A scheduler's
     operator reads it (`integrations.airflow`) instead of parsing lines meant for people."""
     telling = _current.get()
-    if telling is not None:
+    if telling is not None and not telling.as_json:
         telling.as_json = True
-        out.file = sys.stderr
+        telling.stdout = sys.stdout
+        sys.stdout = out.file = sys.stderr  # a transform's print() must not corrupt the document
 
 
 def _print_result(telling: Telling, code: int) -> None:
@@ -147,6 +149,7 @@ def _print_result(telling: Telling, code: int) -> None:
     from shadow_backfill.documents import dump
     from shadow_backfill.outcome import Ending
 
+    sys.stdout = telling.stdout
     out.file = None  # type: ignore[assignment]  # rich's own default again: whatever sys.stdout is
     result, line = telling.result, telling.error
     if result is None:

@@ -42,13 +42,16 @@ from shadow_backfill.integrations.scheduling import (
 )
 
 XCOM_KEY = "shadow_backfill"
+# `{{ logical_date }}`, and a run that has none (asset-triggered, or triggered with a null
+# logical date: the name is then undefined) counts from when it was due to run.
+RUN_DATE = "{{ logical_date if logical_date is defined and logical_date else dag_run.run_after }}"
 TAIL_LINES = 20  # the stderr lines kept to name a crash that printed no result
 
 
 class ShadowBackfillOperator(BaseOperator):
     """Run `command` (default `backfill`) on a table's `config` or a `pipeline` file.
 
-    `as_of` (default the DAG run's logical date) is the instant `last`/`lag` count from, so a
+    `as_of` (default the DAG run's logical date, `RUN_DATE`) is the instant `last`/`lag` count from, so a
     re-run of an old DAG run selects the partitions it selected then. Exit 0: success; 1: fails
     without retry (`on_failure="retry"` retries); 2: fails without retry; 3 (held for
     approval): `on_held` "skip" (default, so an approval task can follow), "fail" or "success";
@@ -76,7 +79,7 @@ class ShadowBackfillOperator(BaseOperator):
         config: str | None = None,
         pipeline: str | None = None,
         command: str = "backfill",
-        as_of: str | None = "{{ logical_date }}",
+        as_of: str | None = RUN_DATE,
         last: int | None = None,
         lag: str | None = None,
         start: str | None = None,
@@ -143,7 +146,9 @@ class ShadowBackfillOperator(BaseOperator):
         code, stdout, tail = self._run(argv, environ)
         outcome = outcome_of(code, on_held=self.on_held, on_failure=self.on_failure, on_stopped=self.on_stopped)
         target = self.pipeline or self.config or ""
-        summary = summary_of(read_result(stdout), self.command, target, code, outcome, _last_error(tail))
+        summary = summary_of(
+            read_result(stdout), self.command, target, code, outcome, _last_error(tail) if code else ""
+        )
         self._summary = summary
         pushed = summary.model_dump(mode="json")
         context["ti"].xcom_push(key=XCOM_KEY, value=pushed)  # before the task's state is decided
@@ -167,25 +172,30 @@ class ShadowBackfillOperator(BaseOperator):
         """The CLI as a child process: its stderr (progress, warnings, the error line) to the
         task's log as it comes, its stdout (the result) kept."""
         tail: deque[str] = deque(maxlen=TAIL_LINES)
-        process = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ, start_new_session=True
-        )
+        chunks: list[str] = []
+        # In the task's own process group: when Airflow's supervisor signals the task's group
+        # (a kill, a timeout, its escalation to SIGKILL), the tool gets the same signal.
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ)
         self._process = process
         assert process.stdout is not None and process.stderr is not None
-        errors = process.stderr
+        errors, results = process.stderr, process.stdout
 
         def log_stderr() -> None:
             for line in errors:
                 tail.append(line.rstrip("\n"))
                 self.log.info("%s", line.rstrip("\n"))
 
-        reader = threading.Thread(target=log_stderr, daemon=True)
-        reader.start()
-        stdout = process.stdout.read()
+        # Both pipes drained by threads: a large result or log never blocks the tool, even
+        # while `on_kill` waits for it to stop.
+        readers = [threading.Thread(target=log_stderr, daemon=True)]
+        readers.append(threading.Thread(target=lambda: chunks.append(results.read()), daemon=True))
+        for reader in readers:
+            reader.start()
         code = process.wait()
-        reader.join()
+        for reader in readers:
+            reader.join()
         self._process = None
-        return code, stdout, list(tail)
+        return code, "".join(chunks), list(tail)
 
     def on_kill(self) -> None:
         """Stop the tool as a time box does (SIGTERM: it finishes its chunk, exits 4, and the
@@ -197,7 +207,7 @@ class ShadowBackfillOperator(BaseOperator):
         try:
             process.wait(timeout=self.stop_grace.total_seconds())
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+            process.kill()
 
     # ---- lineage -----------------------------------------------------------------------------
 

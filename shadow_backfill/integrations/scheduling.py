@@ -26,9 +26,6 @@ OnFailure = Literal["fail", "retry"]
 OnStopped = Literal["reschedule", "retry", "fail"]
 # The commands whose `--json` prints their result (docs/command.schema.json).
 RESULT_COMMANDS = frozenset({"run", "validate", "promote", "approve", "rollback", "backfill"})
-# The commands that take `--start/--end/--partitions/--last/--lag/--as-of`, and a time box.
-WINDOWED = frozenset({"run", "validate", "backfill"})
-BOXED = frozenset({"run", "backfill"})
 
 
 def outcome_of(

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from shadow_backfill.document import SCHEMA_VERSION, ApprovalDoc, CheckDoc, PartitionDoc, ReportDoc
-from shadow_backfill.state import PromotionRecord, VerdictRecord
+from shadow_backfill.state import PROMOTE, PromotionRecord, VerdictRecord
 from shadow_backfill.vocabulary import VERDICTS, CheckStatus
 
 
@@ -46,16 +46,20 @@ def _same_named(record: Any, document: type[BaseModel]) -> dict[str, Any]:
     return {f.name: getattr(record, f.name) for f in fields(record) if f.name in document.model_fields}
 
 
-def approvals_in_force(trail: Sequence[PromotionRecord]) -> dict[str, ApprovalDoc]:
-    """Each partition's approval from the audit trail (oldest first): the latest approved
-    promotion of it that no rollback undid."""
+def approvals_in_force(trail: Sequence[PromotionRecord], shadow_table: str) -> dict[str, ApprovalDoc]:
+    """Each partition's approval from the audit trail (oldest first): the one its live content
+    came from. A later promotion without one, or a rollback, ends it; an undone promotion and
+    another shadow's (an earlier version's) count for nothing."""
     found: dict[str, ApprovalDoc] = {}
     for rec in trail:
-        if rec.approved_by is None or rec.undone_by is not None:
+        if rec.undone_by is not None or (rec.kind == PROMOTE and rec.shadow_table != shadow_table):
             continue
-        at = rec.at.isoformat() if rec.at else None
-        approval = ApprovalDoc(by=rec.approved_by, reason=rec.approval_reason or "", at=at, promotion_id=rec.id)
-        found |= dict.fromkeys(rec.partitions, approval)
+        for k in rec.partitions:
+            found.pop(k, None)
+        if rec.kind == PROMOTE and rec.approved_by is not None:
+            at = rec.at.isoformat() if rec.at else None
+            approval = ApprovalDoc(by=rec.approved_by, reason=rec.approval_reason or "", at=at, promotion_id=rec.id)
+            found |= dict.fromkeys(rec.partitions, approval)
     return found
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from sqlalchemy import select, update
 
-from shadow_backfill.records import plain
+from shadow_backfill.records import Approval, plain
 from shadow_backfill.state.db import Db, aware, from_row, stamped, utcnow
 from shadow_backfill.state.schema import promotions
 
@@ -43,16 +43,6 @@ class RollbackStart(TypedDict):
     target: str | None
     to_version: int | None
     config_hash: str | None
-
-
-@dataclass(frozen=True)
-class Approval:
-    """A person's approval of partitions held for one (verdict `warn`): who, and why. The audit
-    trail keeps both on the promotion that carries them (when: the promotion's time), so the
-    question "who let this into live?" has an answer a year later."""
-
-    by: str
-    reason: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -160,9 +150,9 @@ class AuditTrail(Db):
         return {col[1:] for (change,) in rows for col in json.loads(change or "[]") if col.startswith("+")}
 
     def promotions(self, live_table: str) -> list[PromotionRecord]:
-        q = select(promotions).where(promotions.c.live_table == live_table).order_by(promotions.c.at)
+        q = select(*self._present(promotions)).where(promotions.c.live_table == live_table).order_by(promotions.c.at)
         return [_promotion(r) for r in self._rows(q)]
 
     def promotion(self, promotion_id: str) -> PromotionRecord | None:
-        row = self._first(select(promotions).where(promotions.c.id == promotion_id))
+        row = self._first(select(*self._present(promotions)).where(promotions.c.id == promotion_id))
         return _promotion(row) if row else None

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Engine, Select, Table
+from sqlalchemy import Column, Engine, Select, Table, inspect
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, RowMapping
 from sqlalchemy.exc import DBAPIError, IntegrityError
@@ -59,6 +59,16 @@ class Db:
     def _connect(self) -> Iterator[Connection]:
         with self._named_errors(), self.engine.connect() as c:
             yield c
+
+    def _present(self, table: Table) -> list[Column[Any]]:
+        """`table`'s columns the database has: all of them in a migrated store; in one opened as
+        it is (`reading`, a dry run's), an older version's store may lack a column added since,
+        and selecting it would fail the command (`from_row` reads a missing one as null)."""
+        if getattr(self, "migrated", True):
+            return list(table.columns)
+        with self._connect() as c:
+            have = {col["name"] for col in inspect(c).get_columns(table.name)}
+        return [col for col in table.columns if col.name in have]
 
     def _rows(self, query: Select[Any]) -> Sequence[RowMapping]:
         with self._connect() as c:

@@ -98,11 +98,11 @@ class PipelineTrail(Db):
             c.execute(delete(pipeline_promotions).where(pipeline_promotions.c.id == record_id))
 
     def pipeline_records(self, pipeline: str) -> list[PipelineRecord]:
-        q = select(pipeline_promotions).where(pipeline_promotions.c.pipeline == pipeline)
+        q = select(*self._present(pipeline_promotions)).where(pipeline_promotions.c.pipeline == pipeline)
         return [_record(r) for r in self._rows(q.order_by(pipeline_promotions.c.at))]
 
     def pipeline_record(self, record_id: str) -> PipelineRecord | None:
-        row = self._first(select(pipeline_promotions).where(pipeline_promotions.c.id == record_id))
+        row = self._first(select(*self._present(pipeline_promotions)).where(pipeline_promotions.c.id == record_id))
         return _record(row) if row else None
 
 

@@ -49,6 +49,7 @@ class StateStore(Runs, Partitions, VerdictStore, AuditTrail, CanaryTrail, Pipeli
             raise ConfigError(f"state.url {self.shown_url}: {redact(str(exc).strip().splitlines()[0])}") from None
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
+        self.migrated = migrate
         if not migrate:
             return
         _make_sqlite_file(parsed, self.shown_url)  # after every refusal of the URL: exit 2 creates nothing

@@ -214,8 +214,11 @@ def test_the_report_names_who_approved_a_held_partition_and_why() -> None:
     kept = PromotionRecord.promotion(
         "p-1", partitions=held[:1], approval=Approval("alice", "<b>ok</b> | INC-42"), **base
     )  # type: ignore[arg-type]
-    approvals = approvals_in_force([undone, kept])
+    approvals = approvals_in_force([undone, kept], "db.t_v2")
     assert {k: (a.by, a.promotion_id) for k, a in approvals.items()} == {held[0]: ("alice", "p-1")}
+    later = PromotionRecord.promotion("p-2", partitions=held[:1], **base)  # type: ignore[arg-type]
+    assert approvals_in_force([kept, later], "db.t_v2") == {}, "live's content came from a plain promotion since"
+    assert approvals_in_force([kept], "db.t_v3") == {}, "an earlier shadow's approval"
     doc = report_document(ReportData("db.t", "db.t_v2", "iceberg", records, approvals))
     document = published(report_text(doc), "report.schema.json")
     approved = {p["partition"]: p["approval"] for p in document["partitions"] if p["approval"]}

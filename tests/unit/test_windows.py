@@ -169,6 +169,8 @@ def test_as_of_takes_what_a_scheduler_renders_and_wins_over_the_variable() -> No
     assert window_time(UTC, None, pinned) == dt.datetime(2030, 1, 1, tzinfo=dt.timezone.utc)
     with pytest.raises(UsageError, match=r"^--as-of '' is not an ISO timestamp"):
         window_time(UTC, "", pinned)
+    with pytest.raises(UsageError, match=r"^--as-of 2030-01-02T00:00:00\+00:00 is later than now"):
+        window_time(UTC, "2030-01-02", pinned)  # its window's days are not complete yet
 
 
 def test_a_rerun_of_an_old_run_selects_the_same_partitions() -> None:
