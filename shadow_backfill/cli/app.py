@@ -6,6 +6,7 @@ summary lines in `render.py`.
 
 from __future__ import annotations
 
+import logging
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
@@ -439,4 +440,11 @@ spelled(app)
 
 
 def main() -> None:
-    app()
+    """The CLI's entry point. Once the command has ended (its lines printed, its exit code
+    decided), logging is off for the rest of the process: a JVM going down at exit while py4j
+    still talks to it makes py4j log a traceback on the root logger after the command's last
+    line (`jvm_output.quietly` covers only the stop the tool makes itself)."""
+    try:
+        app()
+    finally:
+        logging.disable(logging.CRITICAL)

@@ -20,3 +20,18 @@ def test_the_cli_starts_without(heavy: str) -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "", f"importing the CLI loaded {heavy}: {done.stdout.strip()}"
+
+
+def test_nothing_is_logged_after_the_command_ends() -> None:
+    """What runs at exit (py4j talking to a JVM that is going down, here a stand-in registered
+    first so it runs last) prints no traceback after the command's last line."""
+    probe = (
+        "import atexit, logging, sys\n"
+        "atexit.register(lambda: logging.exception('py4j: Exception while sending command.'))\n"
+        "from shadow_backfill.cli.app import main\n"
+        "sys.argv = ['shadow-backfill', '--version']\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.startswith("shadow-backfill ")
+    assert done.stderr == "", done.stderr
