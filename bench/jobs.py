@@ -73,6 +73,27 @@ class JobLog:
                 continue
         return JobStats(len(jobs), sum(j.numTasks() for j in jobs), _union(spans), task_ms / 1000)
 
+    def by_site(self, mark: int) -> dict[str, float]:
+        """Task seconds of the jobs after `mark`, by the module whose call started each job
+        (`profile_job`, `facts_job`, ...): where a step's time goes. A stage shared by several
+        jobs (a reused shuffle) counts once, for the first job that lists it."""
+        out: dict[str, float] = {}
+        seen: set[int] = set()
+        store = self._sc.statusStore()
+        for j in sorted((j for j in self._jobs() if j.jobId() > mark), key=lambda j: j.jobId()):
+            site = _site(j.name())
+            ids = j.stageIds()
+            for sid in (ids.apply(i) for i in range(ids.size())):
+                if sid in seen:
+                    continue
+                seen.add(sid)
+                try:
+                    ms = store.lastStageAttempt(sid).executorRunTime()
+                except Exception:  # a stage that never ran (skipped: its shuffle output was reused)
+                    continue
+                out[site] = round(out.get(site, 0.0) + ms / 1000, 2)
+        return out
+
 
 class NoJobLog:
     """A Spark Connect session (an embedded Sail server) has no driver status store to read:
@@ -83,6 +104,9 @@ class NoJobLog:
 
     def since(self, mark: int) -> NoJobs:
         return NoJobs()
+
+    def by_site(self, mark: int) -> dict[str, float]:
+        return {}
 
 
 class NoJobs:
@@ -95,6 +119,12 @@ class NoJobs:
 def job_log(spark: Any) -> JobLog | NoJobLog:
     """The classic session's job log, or none over Spark Connect."""
     return NoJobLog() if type(spark).__module__.startswith("pyspark.sql.connect") else JobLog(spark)
+
+
+def _site(job_name: str) -> str:
+    """The module of a job's call site, from Spark's short form `collect at /path/module.py:12`."""
+    where = job_name.rsplit(" at ", 1)[-1].split(":", 1)[0]
+    return where.rsplit("/", 1)[-1].removesuffix(".py") or job_name
 
 
 def _union(spans: list[tuple[float, float]]) -> float:

@@ -53,7 +53,8 @@ class Steps:
     """Wall time and Spark jobs per named step."""
 
     def __init__(self, log: JobLog | NoJobLog) -> None:
-        self.log, self.rows = log, {}  # type: dict[str, dict[str, Any]]
+        self.log = log
+        self.rows: dict[str, dict[str, Any]] = {}
 
     profile: Path | None = None  # where to write a cProfile of the validate step
 

@@ -195,6 +195,9 @@ def plot(runs: list[dict[str, Any]], path: Path) -> Path | None:
 
 TARGETS = {"identical": 1.5, "logic": 2.0, "every": 3.0}  # validate / fair limit, largest scale
 SMALL_TARGET = 3.0  # the logic change over many small partitions
+# validate / the plain join a user would write instead (issue 63), largest scale and small partitions
+JOIN_TARGETS = {"identical": 1.2, "logic": 2.0, "every": 2.5}
+SMALL_JOIN_TARGET = 2.5
 
 
 def _child(args: argparse.Namespace, partitions: int, scale: int, names: list[str], full: bool) -> dict[str, Any]:
@@ -219,6 +222,8 @@ def _scenario_checks(runs: list[dict[str, Any]], small: dict[str, Any] | None) -
             continue
         ratio = last["scenarios"][name]["to_fair_limit"]
         checks.append(check(f"{name}: validate / fair limit, largest", ratio, "<=", target))
+        joined = last["scenarios"][name]["to_plain_join"]
+        checks.append(check(f"{name}: validate / plain join, largest", joined, "<=", JOIN_TARGETS[name]))
         if first is not None and first is not last:
             growth = round(ratio / first["scenarios"][name]["to_fair_limit"], 2)
             checks.append(check(f"{name}: ratio growth, scale {first['scale']} -> largest", growth, "<=", 1.1))
@@ -226,6 +231,10 @@ def _scenario_checks(runs: list[dict[str, Any]], small: dict[str, Any] | None) -
         ratio = small["scenarios"]["logic"]["to_fair_limit"]
         checks.append(
             check(f"small partitions ({small['partitions']}): validate / fair limit", ratio, "<=", SMALL_TARGET)
+        )
+        joined = small["scenarios"]["logic"]["to_plain_join"]
+        checks.append(
+            check(f"small partitions ({small['partitions']}): validate / plain join", joined, "<=", SMALL_JOIN_TARGET)
         )
     for r in [*runs, *([small] if small else [])]:
         for name, m in r["scenarios"].items():
@@ -246,6 +255,9 @@ def _scenario_lines(runs: list[dict[str, Any]]) -> list[str]:
                 f"{m['fair_limit_s']}, {m['to_plain_join']:>4}x join {m['plain_join_s']}, "
                 f"{m['to_datacompy']:>4}x datacompy {m['datacompy_s']}) verdicts {m['verdicts']}"
             )
+            if "tool_task_s" in m:
+                steps = ", ".join(f"{k} {v}" for k, v in m.get("tool_task_s_by_step", {}).items())
+                lines.append(f"  {'':>13} task seconds: tool {m['tool_task_s']} ({steps}), join {m['join_task_s']}")
     return lines
 
 

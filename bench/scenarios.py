@@ -29,6 +29,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from bench.jobs import job_log
 from bench.validate_bench import fair_limit
 
 COMPARED = ["country", "sessions", "spend", "spend_per_session", "score"]
@@ -130,8 +131,7 @@ def reference_verdicts(bf: Any, keys: list[str]) -> dict[str, str]:
     cfg = bf.config
     shadow, live = _both(bf, keys)
     texts = [bf.scheme.column_text(k) for k in keys]
-    tolerance = (cfg.validation.tolerance.abs, cfg.validation.tolerance.rel)
-    measurer = ReferenceMeasurer("ds", cfg.keys, cfg.validation.max_categories, tolerance)
+    measurer = ReferenceMeasurer("ds", cfg.keys, cfg.validation.max_categories, cfg.validation.tolerance)
     profiles = measurer.measure(shadow, live, texts)
     judge = Judge(cfg.validation, plan_columns(shadow.schema, live.schema, "ds", cfg.keys))
     out = {}
@@ -150,18 +150,40 @@ def best_of(repeats: int, *runs: Callable[[], float]) -> list[float]:
     return [min(t) for t in times]
 
 
+def _where(spent: dict[str, list[tuple[float, Any, dict[str, float]]]]) -> dict[str, Any]:
+    """Of the best run of the tool and of the join: the seconds its tasks ran (on 2 cores, wall
+    time is at least half of it), and the tool's by measuring step (`JobLog.by_site`). Wall
+    seconds say which is faster; task seconds say where the work is, which is what a design's
+    floor is estimated from. Empty over Spark Connect (no job log)."""
+    out: dict[str, Any] = {}
+    for who, runs in spent.items():
+        _, stats, sites = min(runs, key=lambda r: r[0])
+        task_s = stats.as_dict().get("task_s")
+        if task_s is not None:
+            out[f"{who}_task_s"] = task_s
+        if sites:
+            out[f"{who}_task_s_by_step"] = sites
+    return out
+
+
 def measure(bf: Any, keys: list[str], repeats: int = 2) -> dict[str, Any]:
     """One scenario on a recomputed shadow: the tool against its baselines, and its agreement
     with the plain join's counts and the reference's verdicts."""
     last: dict[str, Any] = {}
+    log = job_log(bf.spark)
+    spent: dict[str, list[tuple[float, Any, dict[str, float]]]] = {"tool": [], "join": []}
 
     def tool() -> float:
-        t = time.perf_counter()
+        mark, t = log.mark(), time.perf_counter()
         last["result"] = bf.validate(partitions=keys)
-        return time.perf_counter() - t
+        seconds = time.perf_counter() - t
+        spent["tool"].append((seconds, log.since(mark), log.by_site(mark)))
+        return seconds
 
     def join() -> float:
+        mark = log.mark()
         seconds, last["join"] = plain_join(bf, keys)
+        spent["join"].append((seconds, log.since(mark), {}))
         return seconds
 
     tool_s, fair_s, join_s = best_of(repeats, tool, lambda: fair_limit(bf, keys), join)
@@ -178,6 +200,7 @@ def measure(bf: Any, keys: list[str], repeats: int = 2) -> dict[str, Any]:
         "verdicts_equal_reference": verdicts == reference,
         "counts_equal_plain_join": tool_counts(result) == last["join"],
     }
+    out.update(_where(spent))
     out["to_fair_limit"] = tool_s / fair_s
     out["to_plain_join"] = tool_s / join_s
     out["to_datacompy"] = tool_s / compare_s
