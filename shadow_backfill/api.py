@@ -55,6 +55,8 @@ from shadow_backfill.workflow import PromotionPolicy, approval_of
 if TYPE_CHECKING:
     from typing import Unpack
 
+    from shadow_backfill.documents.suggest import SuggestionDoc
+
 
 class Backfill(Commands[RunResult, RunPlan, ValidationResult, BackfillResult]):
     """Everything the tool does for one config. Spark and the state store open lazily. The
@@ -405,6 +407,15 @@ class Backfill(Commands[RunResult, RunPlan, ValidationResult, BackfillResult]):
         """Commands that read the live table's history name a missing table instead of an engine error."""
         if not self.table_format.exists(self.live_table):
             raise TableNotFoundError(f"live table {self.live_table!r} does not exist ({self.config.format})")
+
+    def suggest(self) -> SuggestionDoc:
+        """Bounds for `validation.expected_changes` from the stored verdicts (no Spark needed)."""
+        from shadow_backfill.validate.suggest import suggest
+
+        verdicts = self.verdicts()
+        if not verdicts:
+            raise UsageError(f"no verdicts for {self.shadow_table} yet: run `shadow-backfill validate` first")
+        return suggest(verdicts, self.config.validation, self.shadow_table)
 
     def verdicts(self) -> list[VerdictRecord]:
         """The stored verdicts, ascending by partition."""

@@ -295,3 +295,13 @@ def staging_v2(spark: SparkSession, partitions: list[dt.date], inputs: dict[str,
 def features_v2(spark: SparkSession, partitions: list[dt.date], inputs: dict[str, DataFrame]) -> DataFrame:
     staging = inputs["staging"].where(F.col("ds").isin(partitions))
     return _lose_key(staging.withColumn("amount", F.col("amount") + 1), FEATURES_BROKEN)
+
+
+# A logic change that moves amount by +4% on every day but three, where it moves by +40%.
+BROKEN_DAYS = (dt.date(2024, 1, 15), dt.date(2024, 2, 5), dt.date(2024, 2, 20))
+
+
+def amount_up_4pct(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    """amount x 1.04, and x 1.40 on BROKEN_DAYS; nothing else differs."""
+    factor = F.when(F.col("ds").isin(*[F.lit(d) for d in BROKEN_DAYS]), 1.40).otherwise(1.04)
+    return events(spark, partitions).withColumn("amount", F.col("amount") * factor)

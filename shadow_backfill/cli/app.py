@@ -26,7 +26,7 @@ from shadow_backfill.cli.job import (
     ReasonOption,
     job_options,
 )
-from shadow_backfill.cli.notify import NotifyDryRunOption, send_sample
+from shadow_backfill.cli.notify import notify_test
 from shadow_backfill.cli.output import (
     commands,
     show_warnings,
@@ -51,11 +51,13 @@ from shadow_backfill.cli.spelling import (
     JSON_HELP,
     REPORT_HELP,
     Commands,
+    ConfigArg,
     old_option,
     print_json,
     report_folder,
     spelled,
 )
+from shadow_backfill.cli.suggesting import suggest
 from shadow_backfill.cli.views import view
 from shadow_backfill.config import load_config
 from shadow_backfill.formats import FORMATS, format_names
@@ -93,7 +95,6 @@ app = typer.Typer(
 app.add_typer(pipeline_app, name="pipeline")
 
 command = commands(app)
-ConfigArg = typer.Argument(..., metavar="CONFIG", help="The backfill config (YAML).", show_default=False)
 JsonListOption = typer.Option(False, "--json", help=JSON_HELP)
 CanaryOption = typer.Option(
     None,
@@ -352,6 +353,9 @@ def history(
     view(as_json).history(recs)
 
 
+command(suggest)
+
+
 @command
 @selection_options()
 @job_options(
@@ -388,11 +392,7 @@ def backfill(asked: Asked, job: Job, config: Path = ConfigArg, canary: int | Non
     print_backfill(result, bf.live_table, verbose=job.verbose)
 
 
-@command
-def notify_test(config: Path = ConfigArg, dry_run: bool = NotifyDryRunOption) -> None:
-    """Post a sample message to every webhook of the config's notify: (exit 1 if one did not take it)."""
-    cfg = load_config(config)
-    send_sample(cfg.notify, cfg.live_table, "table", dry_run=dry_run, source=str(config))
+command(notify_test)
 
 
 @command

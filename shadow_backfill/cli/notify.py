@@ -7,18 +7,28 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
 from shadow_backfill.cli.consoles import out
 from shadow_backfill.cli.output import EXIT_FAILED
+from shadow_backfill.cli.spelling import ConfigArg
 from shadow_backfill.errors import UsageError
 
 if TYPE_CHECKING:
     from shadow_backfill.config import NotifySpec
 
 NotifyDryRunOption = typer.Option(False, "--dry-run", help="Print each webhook's sample message; post nothing.")
+
+
+def notify_test(config: Path = ConfigArg, dry_run: bool = NotifyDryRunOption) -> None:
+    """Post a sample message to every webhook of the config's notify: (exit 1 if one did not take it)."""
+    from shadow_backfill.config import load_config
+
+    cfg = load_config(config)
+    send_sample(cfg.notify, cfg.live_table, "table", dry_run=dry_run, source=str(config))
 
 
 def send_sample(specs: Sequence[NotifySpec], target: str, kind: str, *, dry_run: bool, source: str) -> None:

@@ -42,6 +42,7 @@ RENAMED: dict[str, tuple[str, str]] = {
 
 JSON_HELP = "Print the result as one JSON document (see docs/*.schema.json)."
 REPORT_HELP = "Folder for report.html, report.json, report.md and junit.xml."
+ConfigArg = typer.Argument(..., metavar="CONFIG", help="The backfill config (YAML).", show_default=False)
 
 
 def _untyped_flags(params: list[Any]) -> list[Any]:

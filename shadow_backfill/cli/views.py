@@ -24,6 +24,7 @@ from shadow_backfill.documents.cli import HistoryDoc, StatusDoc
 from shadow_backfill.documents.pipeline import PipelineHistoryDoc, PipelinePlanDoc
 
 if TYPE_CHECKING:
+    from shadow_backfill.documents.suggest import SuggestionDoc
     from shadow_backfill.pipeline.gate import PipelineVerdict
     from shadow_backfill.run_plan import RunPlan
     from shadow_backfill.state import PipelineRecord, PromotionRecord
@@ -36,6 +37,7 @@ class View(Protocol):
     def pipeline_plan(self, pipeline: str, plans: Mapping[str, RunPlan]) -> None: ...
     def pipeline_status(self, pipeline: str, order: list[str], verdicts: list[PipelineVerdict]) -> None: ...
     def pipeline_history(self, records: Sequence[PipelineRecord]) -> None: ...
+    def suggestion(self, doc: SuggestionDoc) -> None: ...
 
 
 class TextView:
@@ -65,6 +67,9 @@ class TextView:
     def pipeline_history(self, records: Sequence[PipelineRecord]) -> None:
         out.print(pipeline_history_table(list(records)))
 
+    def suggestion(self, doc: SuggestionDoc) -> None:
+        sys.stdout.write(doc.yaml)  # as written, to paste: no terminal wrapping or markup
+
 
 class JsonView:
     """One JSON document on stdout and nothing else, each with a published schema
@@ -90,6 +95,9 @@ class JsonView:
 
     def pipeline_history(self, records: Sequence[PipelineRecord]) -> None:
         sys.stdout.write(dump(PipelineHistoryDoc.model_validate([r.as_dict() for r in records])))
+
+    def suggestion(self, doc: SuggestionDoc) -> None:
+        sys.stdout.write(dump(doc))
 
 
 def view(as_json: bool) -> View:

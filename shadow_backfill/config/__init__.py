@@ -16,6 +16,7 @@ from shadow_backfill.config.sections import PromoteSpec, RunSpec, SparkSpec, Sta
 from shadow_backfill.config.validation import (
     ColumnBounds,
     ColumnThresholds,
+    Consistency,
     DownstreamQuery,
     ExpectedChange,
     Policy,
@@ -41,6 +42,7 @@ __all__ = [
     "BackfillConfig",
     "ColumnBounds",
     "ColumnThresholds",
+    "Consistency",
     "DownstreamQuery",
     "ExpectedChange",
     "NotifySpec",

@@ -135,12 +135,52 @@ class ColumnThresholds(ColumnBounds):
     """Kept for old configs: the same as `changed_share`."""
 
 
+class Consistency(Strict):
+    """A declared change judged by how alike it is across the validated range: each partition's
+    change against the range's typical change (median), in robust distances (the range's spread
+    as 1.4826 x its median absolute deviation; docs/concepts.md, "Consistent changes")."""
+
+    warn: float | None = Field(default=3.5, gt=0)
+    """From this many robust distances from the typical change a partition warns (None: never)."""
+    fail: float | None = Field(default=5.0, gt=0)
+    """From this many robust distances a partition fails (None: never)."""
+    min_partitions: int = Field(default=8, ge=3)
+    """Below this many partitions with the change measured, the rule abstains (a skipped check
+    saying so): a median and a spread of fewer say nothing about what is typical."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flag(cls, data: Any) -> Any:
+        """`consistent: true` is the rule with its defaults."""
+        return {} if data is True else data
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Consistency:
+        default = "" if "warn" in self.model_fields_set else ", the default"
+        require_ordered(self.warn, self.fail, f"warn ({self.warn}{default}) must not exceed fail ({self.fail})")
+        return self
+
+
 class ExpectedChange(ColumnBounds):
     """A column the logic change is meant to alter: judged only by the bounds given here."""
 
     null_rate: Threshold | None = None
     """Added columns only (`expected_schema_changes.added`): the share of null rows in shadow,
     which has no live side to compare with."""
+    consistent: Consistency | None = None
+    """Judge the change by its consistency across the validated range instead of (or beside)
+    written bounds: a partition whose change is unlike the others' warns or fails. Written
+    `<column>: consistent` alone, or `consistent: {warn: 3.5, fail: 5, min_partitions: 8}`."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        """`expected_changes.<column>: consistent` is `{consistent: {}}`; any other word is a typo."""
+        if isinstance(data, str):
+            if data != "consistent":
+                raise ValueError(f"{data!r} is not an expected change: give its bounds, or the word `consistent`")
+            return {"consistent": {}}
+        return data
 
 
 class DownstreamQuery(Strict):
@@ -304,11 +344,11 @@ class ValidationSpec(Strict):
         for c, bounds in self.expected_changes.items():
             if self.ignored(c):
                 raise ValueError(f"column {c!r} is in expected_changes and ignored under columns: pick one")
-            given = sorted(bounds.model_fields_set - {"null_rate"})
+            given = sorted(bounds.model_fields_set - {"null_rate", "consistent"})
             if c in added and given:
                 raise ValueError(
                     f"expected_changes.{c}: an added column has no live values to compare with; "
-                    f"only null_rate applies (not {given})"
+                    f"only null_rate and consistent apply (not {given})"
                 )
             if c not in added and bounds.null_rate is not None:
                 raise ValueError(f"expected_changes.{c}.null_rate: only for columns in expected_schema_changes.added")

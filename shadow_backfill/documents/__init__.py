@@ -25,6 +25,7 @@ from shadow_backfill.documents.cli import HistoryDoc, PromotionPlanDoc, RunPlanD
 from shadow_backfill.documents.command import CommandDoc
 from shadow_backfill.documents.lineage import ShadowBackfillFacetDoc
 from shadow_backfill.documents.pipeline import PipelineDoc, PipelineHistoryDoc, PipelinePlanDoc
+from shadow_backfill.documents.suggest import SuggestionDoc
 from shadow_backfill.documents.task import TaskSummaryDoc
 
 # file name under docs/ -> (model, what prints or writes it)
@@ -40,6 +41,7 @@ PUBLISHED: dict[str, tuple[type[BaseModel], str]] = {
     "alert.schema.json": (AlertDoc, "what a json webhook of notify: receives"),
     "lineage-facet.schema.json": (ShadowBackfillFacetDoc, "the shadowBackfill facet of OpenLineage events"),
     "task-summary.schema.json": (TaskSummaryDoc, "the XCom shadow_backfill of the Airflow operator"),
+    "suggest.schema.json": (SuggestionDoc, "shadow-backfill suggest --json"),
 }
 
 

@@ -18,6 +18,7 @@ from shadow_backfill.results import ValidationResult
 from shadow_backfill.schema import check_declared_changes
 from shadow_backfill.state import VerdictRecord
 from shadow_backfill.table import TableContext
+from shadow_backfill.validate.consistency import judge_range
 from shadow_backfill.validate.downstream import LoadedQuery, judge_query, load_queries
 from shadow_backfill.validate.expectations import (
     evaluate_fast,
@@ -103,6 +104,7 @@ class Validator:
             result.verdicts += self._judge(written, shadow, live, suites, every)
             if queries:
                 self._downstream(queries, result.verdicts, shadow, live)
+            judge_range(result.verdicts, cfg.validation)
         step.advance(len(result.verdicts))
         order = {k: i for i, k in enumerate(self.table.scheme.sort(keys))}
         result.verdicts.sort(key=lambda v: order[v.partition])

@@ -109,6 +109,7 @@ COMMANDS = [
     "rollback",
     "gc",
     "history",
+    "suggest",
     "backfill",
     "notify-test",
     "demo",

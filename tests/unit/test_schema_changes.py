@@ -67,7 +67,7 @@ def test_type_names_are_read_as_spark_spells_them() -> None:
         ),
         (
             {"expected_schema_changes": {"added": ["x"]}, "expected_changes": {"x": {"mean_change": {"fail": 1}}}},
-            "only null_rate applies (not ['mean_change'])",
+            "only null_rate and consistent apply (not ['mean_change'])",
         ),
     ],
 )
