@@ -238,7 +238,8 @@ class Backfill(Commands[RunResult, RunPlan, ValidationResult, BackfillResult]):
         if not verdicts:
             raise UsageError(f"no verdicts for {self.shadow_table} yet: run `shadow-backfill validate` first")
         approvals = approvals_in_force(self.store.promotions(self.live_table), self.shadow_table)
-        data = ReportData(self.live_table, self.shadow_table, self.config.format, verdicts, approvals)
+        history = self.store.metric_histories(self.shadow_table)
+        data = ReportData(self.live_table, self.shadow_table, self.config.format, verdicts, approvals, history)
         folder = Path(out_dir)
         if folder.exists() and not folder.is_dir():
             raise UsageError(f"report folder {str(folder)!r} is a file, not a folder")
@@ -416,6 +417,10 @@ class Backfill(Commands[RunResult, RunPlan, ValidationResult, BackfillResult]):
         if not verdicts:
             raise UsageError(f"no verdicts for {self.shadow_table} yet: run `shadow-backfill validate` first")
         return suggest(verdicts, self.config.validation, self.shadow_table)
+
+    def metric_history(self, partition: str) -> list[VerdictRecord]:
+        """The partition's measurements at each validation kept, oldest first (no Spark)."""
+        return self.store.metric_history(self.shadow_table, partition)
 
     def verdicts(self) -> list[VerdictRecord]:
         """The stored verdicts, ascending by partition."""

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shadow_backfill.vocabulary import CheckStatus
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # The fields each schema_version published (`fields_digest`): a test fails when a field is added,
 # removed or made required under a version already published (tests/unit/test_report_schema.py).
 SCHEMA_DIGESTS = {
@@ -36,6 +36,7 @@ SCHEMA_DIGESTS = {
     # - the partition's rows, column_changes, samples (read them under metrics) and reasons
     4: "19b85547accf5afb982c51fc006fed87dda40d1b71219cbe6b05390ad349c079",
     5: "a9c550ea05e4172d04b08a839ca731109f85cdafc018141154f7826f2233d567",  # + a partition's approval
+    6: "399bb035a542e2193d170fbecab920ea3cf16b502f80d42431c3cf2c4872be60",  # + a partition's history
 }
 
 # Non-finite floats are published as text ("inf", "-inf", "nan"): JSON has no such numbers.
@@ -195,6 +196,22 @@ class ApprovalDoc(_Doc):
     promotion_id: str
 
 
+class MeasuredPointDoc(_Doc):
+    """One validation of a partition as the state store's history keeps it (`verdict_history`):
+    how its numbers moved across re-runs."""
+
+    validation_id: str
+    validated_at: str | None
+    verdict: CheckStatus
+    shadow_version: int | None
+    live_version: int | None
+    live_rows: int | None
+    shadow_rows: int | None
+    keys_added: int | None = None
+    keys_removed: int | None = None
+    keys_changed: int | None = None
+
+
 class PartitionDoc(_Doc):
     """One partition: its verdict, the versions it was judged on, every check and what was
     measured. The checks that decided a verdict are those with status `fail` or `warn` (no
@@ -211,14 +228,17 @@ class PartitionDoc(_Doc):
     metrics: MetricsDoc
     approval: ApprovalDoc | None = None
     """Who approved this held partition into live, when and why (null: no approval in force)."""
+    history: list[MeasuredPointDoc] | None = None
+    """The partition's validations kept (`state.metric_history_days`), oldest first, at most the
+    last 20 (`history --partition P --metrics` prints them all); absent where none is kept."""
 
 
 class ReportDoc(_Doc):
     """report.json."""
 
     # 3 added shadow_min and shadow_max, 4 removed the partition's copies of metrics and reasons,
-    # 5 added a partition's approval; a version 2 to 4 document still reads (as given)
-    schema_version: Literal[2, 3, 4, 5]
+    # 5 added a partition's approval, 6 its history; a version 2 to 5 document still reads (as given)
+    schema_version: Literal[2, 3, 4, 5, 6]
     report_id: str
     generated_at: str
     live_table: str

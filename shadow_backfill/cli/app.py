@@ -26,7 +26,9 @@ from shadow_backfill.cli.job import (
     ReasonOption,
     job_options,
 )
+from shadow_backfill.cli.measured import check_measured, measured_doc
 from shadow_backfill.cli.notify import notify_test
+from shadow_backfill.cli.opening import open_backfill
 from shadow_backfill.cli.output import (
     commands,
     show_warnings,
@@ -73,7 +75,7 @@ from shadow_backfill.selection import Selection
 from shadow_backfill.timebox import stop_on_sigterm
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Iterator
 
     from shadow_backfill.api import Backfill
     from shadow_backfill.config import BackfillConfig
@@ -121,24 +123,6 @@ def _options(
 ) -> None:
     """Recompute partitions into a shadow table, validate them, and promote only what passes."""
     show_warnings()
-
-
-def open_backfill(
-    config: Path, check: Callable[[BackfillConfig], None] | None = None, **promote: bool | int | None
-) -> Backfill:
-    """The config is read and checked before PySpark is imported: a bad config is named in a
-    fraction of a second, and the CLI's error lines are tested without PySpark (unit tier).
-    `check`: the command's own checks that need no engine (`selection.check_first`); `promote`:
-    the `promote` settings the command's options override (`--allow-warn`, `--canary`)."""
-    checked = load_config(config).promoting(**promote)
-    telling.opened(checked.live_table, checked.notify)  # a refusal below is told too
-    if check is not None:
-        check(checked)
-    from shadow_backfill.api import Backfill
-
-    opened = Backfill(checked)
-    telling.working_on([(opened.live_table, opened)])
-    return opened
 
 
 @command
@@ -347,8 +331,14 @@ def history(
         "--reconcile",
         help="First record live-table commits the state store misses (after a crash); starts Spark.",
     ),
+    partition: str | None = typer.Option(None, "--partition", metavar="P", help="With --metrics: which partition."),
+    metrics: bool = typer.Option(False, "--metrics", help="A partition's measurements at each validation kept."),
 ) -> None:
     """Promotions and rollbacks of the live table, oldest first (from the state store; no Spark)."""
+    if metrics or partition is not None:
+        bf = open_backfill(config, lambda _: check_measured(partition, metrics=metrics, reconcile=reconcile))
+        view(as_json).metric_history(measured_doc(bf.shadow_table, str(partition), bf.metric_history(str(partition))))
+        return
     recs = open_backfill(config).history(reconcile_live=reconcile)
     view(as_json).history(recs)
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from shadow_backfill.cli.consoles import out
+from shadow_backfill.cli.measured import measured_table
 from shadow_backfill.cli.render import (
     history_table,
     pipeline_history_table,
@@ -20,7 +21,7 @@ from shadow_backfill.cli.render import (
     verdict_table,
 )
 from shadow_backfill.documents import dump
-from shadow_backfill.documents.cli import HistoryDoc, StatusDoc
+from shadow_backfill.documents.cli import HistoryDoc, MetricHistoryDoc, StatusDoc
 from shadow_backfill.documents.pipeline import PipelineHistoryDoc, PipelinePlanDoc
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ class View(Protocol):
     def pipeline_status(self, pipeline: str, order: list[str], verdicts: list[PipelineVerdict]) -> None: ...
     def pipeline_history(self, records: Sequence[PipelineRecord]) -> None: ...
     def suggestion(self, doc: SuggestionDoc) -> None: ...
+    def metric_history(self, doc: MetricHistoryDoc) -> None: ...
 
 
 class TextView:
@@ -70,6 +72,12 @@ class TextView:
     def suggestion(self, doc: SuggestionDoc) -> None:
         sys.stdout.write(doc.yaml)  # as written, to paste: no terminal wrapping or markup
 
+    def metric_history(self, doc: MetricHistoryDoc) -> None:
+        if not doc.validations:
+            out.print(f"no measurements of partition {doc.partition} of {doc.shadow_table} are kept", markup=False)
+            return
+        out.print(measured_table(doc))
+
 
 class JsonView:
     """One JSON document on stdout and nothing else, each with a published schema
@@ -97,6 +105,9 @@ class JsonView:
         sys.stdout.write(dump(PipelineHistoryDoc.model_validate([r.as_dict() for r in records])))
 
     def suggestion(self, doc: SuggestionDoc) -> None:
+        sys.stdout.write(dump(doc))
+
+    def metric_history(self, doc: MetricHistoryDoc) -> None:
         sys.stdout.write(dump(doc))
 
 

@@ -103,3 +103,6 @@ class StateSpec(Strict):
 
     url: str | None = None
     """SQLAlchemy URL (`sqlite` or `postgresql`); default: a SQLite file in the warehouse."""
+    metric_history_days: PositiveInt | None = 365
+    """Days each validation's measurements of a partition are kept for `history --partition P
+    --metrics` (null: kept for ever); the latest verdict of each partition is always kept."""

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel, field_serializer
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 from pydantic.json_schema import JsonDict
 
+from shadow_backfill.document import MetricsDoc
 from shadow_backfill.records import PartitionRecord
 from shadow_backfill.vocabulary import CheckStatus
 
@@ -152,3 +153,24 @@ class PromotionPlanDoc(_Out):
             rows={k: PlannedRowsDoc.model_validate(v) for k, v in plan.rows.items()},
             validation_ids=list(plan.validation_ids),
         )
+
+
+class MeasuredDoc(_Out):
+    """One validation of a partition, as the history keeps it (`state.metric_history_days`)."""
+
+    validation_id: str
+    validated_at: str | None = Field(json_schema_extra=TIME)
+    verdict: CheckStatus
+    shadow_version: int | None
+    partition_version: int | None
+    live_version: int | None
+    metrics: MetricsDoc = Field(description="what was measured, as report.json's `metrics` (no samples)")
+
+
+class MetricHistoryDoc(_Out):
+    """`history CONFIG --partition P --metrics --json`: a partition's measurements at each
+    validation kept, oldest first."""
+
+    shadow_table: str
+    partition: str
+    validations: list[MeasuredDoc]

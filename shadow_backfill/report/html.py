@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from shadow_backfill.document import KeyDiffDoc, PartitionDoc, ReportDoc
+from shadow_backfill.document import KeyDiffDoc, MeasuredPointDoc, PartitionDoc, ReportDoc
 from shadow_backfill.report.model import reasons, report_title, skipped, skipped_count
 from shadow_backfill.report.templating import render
 from shadow_backfill.vocabulary import VERDICTS
@@ -270,7 +270,28 @@ def _partition_view(v: PartitionDoc) -> dict[str, Any]:
         "added": _added_rows(v),
         "samples": samples,
         "plots": _distribution_plots(v),
+        "history": _history_rows(v),
     }
+
+
+def _history_rows(v: PartitionDoc) -> list[list[str]]:
+    """The partition's validations kept, as cells, when there is more than the one shown."""
+    if not v.history or len(v.history) < 2:
+        return []
+
+    def keys(h: MeasuredPointDoc) -> str:
+        return "" if h.keys_added is None else f"+{h.keys_added} −{h.keys_removed} ~{h.keys_changed}"
+
+    return [
+        [
+            (h.validated_at or "")[:19].replace("T", " "),
+            str(h.verdict),
+            f"{h.shadow_version} / {h.live_version}",
+            f"{h.live_rows} → {h.shadow_rows}",
+            keys(h),
+        ]
+        for h in v.history
+    ]
 
 
 def _daily_dates(verdicts: Sequence[PartitionDoc]) -> dict[dt.date, str] | None:

@@ -13,7 +13,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from shadow_backfill.document import SCHEMA_VERSION, ApprovalDoc, CheckDoc, PartitionDoc, ReportDoc
+from shadow_backfill.document import (
+    SCHEMA_VERSION,
+    ApprovalDoc,
+    CheckDoc,
+    KeyDiffDoc,
+    MeasuredPointDoc,
+    PartitionDoc,
+    ReportDoc,
+)
 from shadow_backfill.state import PROMOTE, PromotionRecord, VerdictRecord
 from shadow_backfill.vocabulary import VERDICTS, CheckStatus
 
@@ -28,6 +36,8 @@ class ReportData:
     verdicts: Sequence[VerdictRecord]
     # partition -> the approval in force that let it into live (`approvals_in_force`)
     approvals: Mapping[str, ApprovalDoc] = field(default_factory=dict)
+    # partition -> its validations kept, oldest first (`StateStore.metric_histories`)
+    history: Mapping[str, Sequence[VerdictRecord]] = field(default_factory=dict)
     report_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     generated_at: str = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc).isoformat())
 
@@ -63,7 +73,28 @@ def approvals_in_force(trail: Sequence[PromotionRecord], shadow_table: str) -> d
     return found
 
 
-def partition_document(v: VerdictRecord, approval: ApprovalDoc | None = None) -> PartitionDoc:
+HISTORY_SHOWN = 20  # a partition's last validations in the report (all: `history --metrics`)
+
+
+def _point(r: VerdictRecord) -> MeasuredPointDoc:
+    keys = r.metrics.keys if isinstance(r.metrics.keys, KeyDiffDoc) else None
+    return MeasuredPointDoc(
+        validation_id=r.validation_id or "",
+        validated_at=r.validated_at.isoformat() if r.validated_at else None,
+        verdict=r.verdict,
+        shadow_version=r.shadow_version,
+        live_version=r.live_version,
+        live_rows=r.metrics.live_rows,
+        shadow_rows=r.metrics.shadow_rows,
+        keys_added=keys.added if keys else None,
+        keys_removed=keys.removed if keys else None,
+        keys_changed=keys.changed if keys else None,
+    )
+
+
+def partition_document(
+    v: VerdictRecord, approval: ApprovalDoc | None = None, history: Sequence[VerdictRecord] = ()
+) -> PartitionDoc:
     """A partition as report.json publishes it: the stored record, its time as ISO text. Its
     metrics always carry `column_changes` and `samples`, empty when there are none (a verdict
     stored before the judge measured them has neither), so a script reads them without a
@@ -77,6 +108,7 @@ def partition_document(v: VerdictRecord, approval: ApprovalDoc | None = None) ->
             "checks": [c.as_dict() for c in v.checks],
             "metrics": v.metrics.model_copy(update=missing) if missing else v.metrics,
             "approval": approval,
+            **({"history": [_point(r) for r in history[-HISTORY_SHOWN:]]} if history else {}),
         }
     )
 
@@ -90,7 +122,10 @@ def report_document(data: ReportData) -> ReportDoc:
             "schema_version": SCHEMA_VERSION,
             "format": data.table_format,
             "summary": data.summary,
-            "partitions": [partition_document(v, data.approvals.get(v.partition)) for v in data.verdicts],
+            "partitions": [
+                partition_document(v, data.approvals.get(v.partition), data.history.get(v.partition, ()))
+                for v in data.verdicts
+            ],
         }
     )
 

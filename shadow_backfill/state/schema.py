@@ -64,6 +64,23 @@ verdicts = _per_partition(
     Column("validated_at", DateTime(timezone=True)),
 )
 
+# Every validation's measurements of each partition, oldest pruned by `state.metric_history_days`:
+# how a partition's numbers moved across re-runs (`history --partition P --metrics`). Samples
+# (rows of data) are not kept here.
+verdict_history = Table(
+    "verdict_history",
+    metadata,
+    Column("shadow_table", String(512), primary_key=True),
+    Column("partition", String(64), primary_key=True),
+    Column("validation_id", String(64), primary_key=True),
+    Column("verdict", String(8), nullable=False),
+    Column("metrics", Text, nullable=False),
+    Column("shadow_version", BigInteger),
+    Column("partition_version", BigInteger),
+    Column("live_version", BigInteger),
+    Column("validated_at", DateTime(timezone=True), nullable=False, index=True),
+)
+
 promotions = Table(
     "promotions",
     metadata,

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, inspect, select
 
 from shadow_backfill.document import MetricsDoc
 from shadow_backfill.errors import StateStoreError
 from shadow_backfill.state.db import Db, aware, upsert, utcnow
-from shadow_backfill.state.schema import verdicts
+from shadow_backfill.state.schema import verdict_history, verdicts
 from shadow_backfill.vocabulary import Check, CheckStatus, reasons
 
 
@@ -40,8 +42,9 @@ class VerdictRecord:
 class VerdictStore(Db):
     """Mixed into StateStore: verdicts bound to the versions they were computed from."""
 
-    def save_verdicts(self, shadow_table: str, records: Sequence[VerdictRecord]) -> None:
-        """Store each partition's verdict, replacing the one before (validated now)."""
+    def save_verdicts(self, shadow_table: str, records: Sequence[VerdictRecord], keep_days: int | None = None) -> None:
+        """Store each partition's verdict, replacing the one before (validated now), and add its
+        measurements to the partition's history, which keeps `keep_days` days (None: all)."""
         if not records:
             return
         now = utcnow()
@@ -64,6 +67,53 @@ class VerdictStore(Db):
         update_cols = {c: stmt.excluded[c] for c in values[0] if c not in ("shadow_table", "partition")}
         with self._begin() as c:
             c.execute(stmt.on_conflict_do_update(index_elements=["shadow_table", "partition"], set_=update_cols))
+            self._add_history(c, shadow_table, values, keep_days)
+
+    def _add_history(self, c: Any, shadow_table: str, values: list[dict[str, Any]], keep_days: int | None) -> None:
+        """The same rows, kept per validation, without the samples (rows of data); then the rows
+        older than `keep_days` pruned, in the verdicts' transaction."""
+        rows = []
+        for v in values:
+            metrics = json.loads(v["metrics"])
+            metrics.pop("samples", None)
+            rows.append(
+                {
+                    **{k: v[k] for k in ("shadow_table", "partition", "verdict", "shadow_version", "live_version")},
+                    "partition_version": v["partition_version"],
+                    "validation_id": v["validation_id"] or uuid.uuid4().hex[:12],
+                    "metrics": json.dumps(metrics, default=str),
+                    "validated_at": v["validated_at"],
+                }
+            )
+        stmt = upsert(self.engine, verdict_history).values(rows)
+        keys = ["shadow_table", "partition", "validation_id"]
+        update = {k: stmt.excluded[k] for k in rows[0] if k not in keys}
+        c.execute(stmt.on_conflict_do_update(index_elements=keys, set_=update))
+        if keep_days is not None:
+            cutoff = values[0]["validated_at"] - dt.timedelta(days=keep_days)
+            table = verdict_history.c
+            c.execute(delete(verdict_history).where(table.shadow_table == shadow_table, table.validated_at < cutoff))
+
+    def metric_history(self, shadow_table: str, partition: str) -> list[VerdictRecord]:
+        """The partition's verdict and measurements at each validation kept, oldest first (no
+        checks: the history keeps what was measured)."""
+        return self.metric_histories(shadow_table, partition).get(partition, [])
+
+    def metric_histories(self, shadow_table: str, partition: str | None = None) -> dict[str, list[VerdictRecord]]:
+        """`metric_history` of every partition of the shadow (or of `partition`), in one query."""
+        if not getattr(self, "migrated", True):  # opened as it is: an older store has no history
+            with self._connect() as c:
+                if not inspect(c).has_table(verdict_history.name):
+                    return {}
+        table = verdict_history.c
+        query = select(verdict_history).where(table.shadow_table == shadow_table)
+        if partition is not None:
+            query = query.where(table.partition == partition)
+        rows = self._rows(query.order_by(table.validated_at, table.validation_id))
+        out: dict[str, list[VerdictRecord]] = {}
+        for r in rows:
+            out.setdefault(r["partition"], []).append(_history_record(r))
+        return out
 
     def verdicts(self, shadow_table: str) -> dict[str, VerdictRecord]:
         rows = self._rows(select(verdicts).where(verdicts.c.shadow_table == shadow_table))
@@ -81,6 +131,20 @@ class VerdictStore(Db):
             )
             for r in rows
         }
+
+
+def _history_record(r: Any) -> VerdictRecord:
+    return VerdictRecord(
+        partition=r["partition"],
+        verdict=CheckStatus(r["verdict"]),
+        checks=[],
+        metrics=_metrics(r["partition"], r["metrics"]),
+        shadow_version=r["shadow_version"],
+        partition_version=r["partition_version"],
+        live_version=r["live_version"],
+        validation_id=r["validation_id"],
+        validated_at=aware(r["validated_at"]),
+    )
 
 
 def _metrics(partition: str, stored: str) -> MetricsDoc:

@@ -125,6 +125,7 @@ class Validator:
                 )
                 for v in result.verdicts
             ],
+            keep_days=cfg.state.metric_history_days,
         )
         step.done()
         return result

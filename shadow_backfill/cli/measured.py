@@ -1,0 +1,83 @@
+"""`history --partition P --metrics` as a table: one row per validation kept, so a person sees
+how a partition's numbers moved across re-runs (a nightly job's late rows arriving, a fix
+taking effect). The cells are data: printed as text, never as Rich markup."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+from rich.text import Text
+
+from shadow_backfill.document import KeyDiffDoc, MetricsDoc
+from shadow_backfill.documents.cli import MeasuredDoc, MetricHistoryDoc
+from shadow_backfill.errors import UsageError
+
+if TYPE_CHECKING:
+    from shadow_backfill.state import VerdictRecord
+
+
+def _number(x: object, spec: str) -> str:
+    return format(x, spec) if isinstance(x, float | int) else "n/a"
+
+
+def _keys(m: MetricsDoc) -> str:
+    k = m.keys
+    if not isinstance(k, KeyDiffDoc):
+        return ""
+    return f"+{k.added} −{k.removed} ~{k.changed}"
+
+
+def _change(m: MetricsDoc, column: str) -> str:
+    c = m.column_changes[column]
+    parts = []
+    if isinstance(c.mean_live, float | int) and isinstance(c.mean_shadow, float | int) and c.mean_live:
+        parts.append(f"mean {(c.mean_shadow - c.mean_live) / abs(c.mean_live) * 100:+.2f}%")
+    if c.changed_share is not None and c.matched:
+        parts.append(f"{_number(c.changed_share * 100, '.1f')}% changed")
+    if c.null_rate_shadow is not None:
+        parts.append(f"null {_number(c.null_rate_shadow * 100, '.1f')}%")
+    return ", ".join(parts)
+
+
+def measured_table(doc: MetricHistoryDoc) -> Table:
+    columns = list(dict.fromkeys(c for v in doc.validations for c in v.metrics.column_changes))
+    table = Table(title=f"{doc.shadow_table}: partition {doc.partition}, each validation kept")
+    for name in ("validated", "validation", "verdict", "versions shadow / live", "rows live → shadow", "keys"):
+        table.add_column(name)
+    for c in columns:
+        table.add_column(Text(c))
+    for v in doc.validations:
+        m = v.metrics
+        rows = f"{m.live_rows} → {m.shadow_rows}" if m.rows is not None else ""
+        cells = [(v.validated_at or "")[:19].replace("T", " "), v.validation_id, str(v.verdict)]
+        cells += [f"{v.shadow_version} / {v.live_version}", rows, _keys(m)]
+        cells += [_change(m, c) if c in m.column_changes else "" for c in columns]
+        table.add_row(*[Text(x) for x in cells])
+    return table
+
+
+def check_measured(partition: str | None, *, metrics: bool, reconcile: bool) -> None:
+    """`--metrics` and `--partition` go together, and not with `--reconcile` (exit 2)."""
+    if not metrics or partition is None:
+        raise UsageError("--metrics and --partition P go together: one partition's measurements at each validation")
+    if reconcile:
+        raise UsageError("--reconcile records promotions the store misses; it does not go with --metrics")
+
+
+def measured_doc(shadow_table: str, partition: str, records: Sequence[VerdictRecord]) -> MetricHistoryDoc:
+    """The published document of a partition's kept validations (`state.metric_history`)."""
+    validations = [
+        MeasuredDoc(
+            validation_id=r.validation_id or "",
+            validated_at=r.validated_at.isoformat() if r.validated_at else None,
+            verdict=r.verdict,
+            shadow_version=r.shadow_version,
+            partition_version=r.partition_version,
+            live_version=r.live_version,
+            metrics=r.metrics,
+        )
+        for r in records
+    ]
+    return MetricHistoryDoc(shadow_table=shadow_table, partition=partition, validations=validations)
