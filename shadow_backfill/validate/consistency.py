@@ -21,11 +21,22 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from shadow_backfill.config import Consistency, Threshold, ValidationSpec
 from shadow_backfill.document import MetricsDoc, Number
 from shadow_backfill.validate.judge import PartitionVerdict, grade
 from shadow_backfill.vocabulary import Check, CheckStatus, worst
+
+
+class Measured(Protocol):
+    """A partition's measurements: a fresh verdict or a stored one (`state.VerdictRecord`)."""
+
+    @property
+    def partition(self) -> str: ...
+    @property
+    def metrics(self) -> MetricsDoc: ...
+
 
 MAD_TO_SD = 1.4826  # a normal distribution's standard deviation per median absolute deviation
 
@@ -123,9 +134,16 @@ def spread_of(values: Sequence[float], floor: float) -> Spread:
     return Spread(typical, max(MAD_TO_SD * mad, floor), len(values))
 
 
-def judge_range(verdicts: Sequence[PartitionVerdict], spec: ValidationSpec) -> None:
+def judge_range(verdicts: Sequence[PartitionVerdict], spec: ValidationSpec, earlier: Sequence[Measured] = ()) -> None:
     """Add the `consistent` checks of every declared column to the measured partitions of one
-    validation, and their verdicts' worst check; the other partitions are left as they are."""
+    validation, and their verdicts' worst check; the other partitions are left as they are.
+
+    `earlier`: the stored measurements of the shadow's other partitions (their latest
+    validation). They join the range the typical change is taken over, and get no check: a
+    validation of a few partitions (a re-run of the ones that failed, a nightly window, a
+    pipeline's chunk) is judged against the whole backfill rather than abstaining."""
+    judged = {v.partition for v in verdicts}
+    earlier = [e for e in earlier if e.partition not in judged]
     added = set(spec.expected_schema_changes.added)
     before = {id(v): len(v.checks) for v in verdicts}
     for column, change in spec.expected_changes.items():
@@ -133,16 +151,21 @@ def judge_range(verdicts: Sequence[PartitionVerdict], spec: ValidationSpec) -> N
             continue
         bounded = bool(change.model_fields_set - {"consistent"})
         for metric in ADDED if column in added else COMPARED:
-            _judge_metric(verdicts, column, metric, change.consistent, bounded)
+            _judge_metric(verdicts, earlier, column, metric, change.consistent, bounded)
     for v in verdicts:  # a verdict only worsens by the checks added here
         v.verdict = worst([v.verdict, *(c.status for c in v.checks[before[id(v)] :])])
 
 
 def _judge_metric(
-    verdicts: Sequence[PartitionVerdict], column: str, metric: Metric, rule: Consistency, bounded: bool
+    verdicts: Sequence[PartitionVerdict],
+    earlier: Sequence[Measured],
+    column: str,
+    metric: Metric,
+    rule: Consistency,
+    bounded: bool,
 ) -> None:
     """`bounded`: the column has written bounds beside `consistent` (they judge it when this abstains)."""
-    values = {v.partition: x for v in verdicts if (x := metric.read(v.metrics, column)) is not None}
+    values = {v.partition: x for v in [*earlier, *verdicts] if (x := metric.read(v.metrics, column)) is not None}
     if not values:
         return  # not measured anywhere (e.g. no keys for a changed share): nothing to judge
     name = f"consistent_{metric.name}"

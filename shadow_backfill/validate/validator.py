@@ -104,7 +104,7 @@ class Validator:
             result.verdicts += self._judge(written, shadow, live, suites, every)
             if queries:
                 self._downstream(queries, result.verdicts, shadow, live)
-            judge_range(result.verdicts, cfg.validation)
+            judge_range(result.verdicts, cfg.validation, self._earlier())
         step.advance(len(result.verdicts))
         order = {k: i for i, k in enumerate(self.table.scheme.sort(keys))}
         result.verdicts.sort(key=lambda v: order[v.partition])
@@ -142,6 +142,14 @@ class Validator:
             has_live = bool(v.metrics.live_rows)
             v.checks += [judge_query(spec, r.query, r.judged, r.live if has_live else None) for r in results]
             v.verdict = worst(c.status for c in v.checks)
+
+    def _earlier(self) -> list[VerdictRecord]:
+        """The shadow's stored verdicts, the range a `consistent` change is judged over beside
+        the partitions validated now (read only when a column is judged so)."""
+        cfg = self.table.config
+        if not any(c.consistent for c in cfg.validation.expected_changes.values()):
+            return []
+        return list(self.table.store.verdicts(cfg.shadow).values())
 
     def _one_partition(self, table: Any, key: str) -> Any:
         return table.filter(self.table.scheme.predicate([key]))

@@ -68,13 +68,13 @@ def test_three_days_the_change_broke_fail_without_bounds_and_suggest_finds_them(
     done = CliRunner().invoke(app, [*asked, "--json"])
     assert done.exit_code == 0, done.output
     kept = published(done.stdout, "metric-history.schema.json")["validations"]
-    assert [v["verdict"] for v in kept] == ["fail", "fail", "warn"]  # the last alone: consistent abstains
+    assert [v["verdict"] for v in kept] == ["fail", "fail", "fail"]  # alone, judged against the stored 59
     assert len({v["validation_id"] for v in kept}) == 3
     assert [round(v["metrics"]["column_changes"]["amount"]["mean_change_pct"], 6) for v in kept] == [40.0] * 3
     assert CliRunner().invoke(app, asked).stdout.count("2024-02-05") >= 1
     paths = bf.report(config.parent / "report")
     part = next(p for p in json.loads(paths["json"].read_text())["partitions"] if p["partition"] == "2024-02-05")
-    assert [h["verdict"] for h in part["history"]] == ["fail", "fail", "warn"]
+    assert [h["verdict"] for h in part["history"]] == ["fail", "fail", "fail"]
     assert "this partition at each validation kept" in paths["html"].read_text()
 
 

@@ -74,6 +74,15 @@ def test_a_range_below_the_minimum_abstains_and_says_why() -> None:
     assert {c.status for v in verdicts for c in v.checks} == {CheckStatus.SKIPPED}
 
 
+def test_a_few_partitions_are_judged_against_the_stored_rest_of_the_range() -> None:
+    earlier = _range([4.0 + i * 0.01 for i in range(20)])
+    again = [_verdict(_day(3), 4.0), _verdict(_day(40), 40.0)]  # day 3 re-validated, day 40 new
+    judge_range(again, SPEC, earlier)
+    assert [v.verdict for v in again] == [CheckStatus.PASS, CheckStatus.FAIL]
+    assert "over 21 partitions" in again[1].reasons[0].message  # 19 stored others, and these 2
+    assert all(not v.checks for v in earlier), "the stored partitions get no check"
+
+
 def test_a_partition_without_matched_keys_has_no_changed_share() -> None:
     verdicts = _range([4.0] * 12)
     lonely = verdicts[3].metrics.column_changes["spend"]
