@@ -201,7 +201,7 @@ class MeasuredPointDoc(_Doc):
     how its numbers moved across re-runs."""
 
     validation_id: str
-    validated_at: str | None
+    validated_at: str | None = Field(json_schema_extra={"format": "date-time"})
     verdict: CheckStatus
     shadow_version: int | None
     live_version: int | None

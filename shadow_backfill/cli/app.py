@@ -334,10 +334,10 @@ def history(
     partition: str | None = typer.Option(None, "--partition", metavar="P", help="With --metrics: which partition."),
     metrics: bool = typer.Option(False, "--metrics", help="A partition's measurements at each validation kept."),
 ) -> None:
-    """Promotions and rollbacks of the live table, oldest first (from the state store; no Spark)."""
+    """Promotions and rollbacks of the live table, or a partition's measurements at each validation."""
     if metrics or partition is not None:
         bf = open_backfill(config, lambda _: check_measured(partition, metrics=metrics, reconcile=reconcile))
-        view(as_json).metric_history(measured_doc(bf.shadow_table, str(partition), bf.metric_history(str(partition))))
+        view(as_json).metric_history(measured_doc(bf, str(partition)))
         return
     recs = open_backfill(config).history(reconcile_live=reconcile)
     view(as_json).history(recs)

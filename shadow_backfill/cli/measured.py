@@ -4,7 +4,6 @@ taking effect). The cells are data: printed as text, never as Rich markup."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.table import Table
@@ -15,10 +14,11 @@ from shadow_backfill.documents.cli import MeasuredDoc, MetricHistoryDoc
 from shadow_backfill.errors import UsageError
 
 if TYPE_CHECKING:
-    from shadow_backfill.state import VerdictRecord
+    from shadow_backfill.api import Backfill
 
 
 def _number(x: object, spec: str) -> str:
+    """A stored number as text; a missing or non-finite one (published as text) as n/a."""
     return format(x, spec) if isinstance(x, float | int) else "n/a"
 
 
@@ -30,6 +30,8 @@ def _keys(m: MetricsDoc) -> str:
 
 
 def _change(m: MetricsDoc, column: str) -> str:
+    """One column's cell: its mean's signed change (the history's question is which way it
+    moved; report.json's `mean_change_pct` is its size), the share of keys changed, nulls."""
     c = m.column_changes[column]
     parts = []
     if isinstance(c.mean_live, float | int) and isinstance(c.mean_shadow, float | int) and c.mean_live:
@@ -42,6 +44,7 @@ def _change(m: MetricsDoc, column: str) -> str:
 
 
 def measured_table(doc: MetricHistoryDoc) -> Table:
+    """One row per validation kept, one column per compared column that was measured."""
     columns = list(dict.fromkeys(c for v in doc.validations for c in v.metrics.column_changes))
     table = Table(title=f"{doc.shadow_table}: partition {doc.partition}, each validation kept")
     for name in ("validated", "validation", "verdict", "versions shadow / live", "rows live → shadow", "keys"):
@@ -66,8 +69,12 @@ def check_measured(partition: str | None, *, metrics: bool, reconcile: bool) -> 
         raise UsageError("--reconcile records promotions the store misses; it does not go with --metrics")
 
 
-def measured_doc(shadow_table: str, partition: str, records: Sequence[VerdictRecord]) -> MetricHistoryDoc:
-    """The published document of a partition's kept validations (`state.metric_history`)."""
+def measured_doc(bf: Backfill, partition: str) -> MetricHistoryDoc:
+    """The published document of a partition's kept validations (`state.metric_history`); a
+    partition the store has no verdict of is refused (exit 2), so a typo is not "none kept"."""
+    records = bf.metric_history(partition)
+    if not records and partition not in bf.store.verdicts(bf.shadow_table):
+        raise UsageError(f"partition {partition!r} has no verdict in the state store of {bf.shadow_table}")
     validations = [
         MeasuredDoc(
             validation_id=r.validation_id or "",
@@ -80,4 +87,4 @@ def measured_doc(shadow_table: str, partition: str, records: Sequence[VerdictRec
         )
         for r in records
     ]
-    return MetricHistoryDoc(shadow_table=shadow_table, partition=partition, validations=validations)
+    return MetricHistoryDoc(shadow_table=bf.shadow_table, partition=partition, validations=validations)

@@ -274,6 +274,10 @@ def _partition_view(v: PartitionDoc) -> dict[str, Any]:
     }
 
 
+def _shown(x: int | None) -> str:
+    return "" if x is None else str(x)
+
+
 def _history_rows(v: PartitionDoc) -> list[list[str]]:
     """The partition's validations kept, as cells, when there is more than the one shown."""
     if not v.history or len(v.history) < 2:
@@ -286,8 +290,8 @@ def _history_rows(v: PartitionDoc) -> list[list[str]]:
         [
             (h.validated_at or "")[:19].replace("T", " "),
             str(h.verdict),
-            f"{h.shadow_version} / {h.live_version}",
-            f"{h.live_rows} → {h.shadow_rows}",
+            f"{_shown(h.shadow_version)} / {_shown(h.live_version)}",
+            f"{_shown(h.live_rows)} → {_shown(h.shadow_rows)}" if h.live_rows is not None or h.shadow_rows else "",
             keys(h),
         ]
         for h in v.history

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, inspect, select
+from sqlalchemy import Connection, delete, inspect, select
 
 from shadow_backfill.document import MetricsDoc
 from shadow_backfill.errors import StateStoreError
@@ -69,18 +69,20 @@ class VerdictStore(Db):
             c.execute(stmt.on_conflict_do_update(index_elements=["shadow_table", "partition"], set_=update_cols))
             self._add_history(c, shadow_table, values, keep_days)
 
-    def _add_history(self, c: Any, shadow_table: str, values: list[dict[str, Any]], keep_days: int | None) -> None:
-        """The same rows, kept per validation, without the samples (rows of data); then the rows
-        older than `keep_days` pruned, in the verdicts' transaction."""
+    def _add_history(
+        self, c: Connection, shadow_table: str, values: list[dict[str, Any]], keep_days: int | None
+    ) -> None:
+        """The same rows, kept per validation, without the values of the data (samples,
+        histograms, categories, extremes: `_numbers_only`); then the rows older than `keep_days`
+        pruned, in the verdicts' transaction."""
         rows = []
         for v in values:
-            metrics = json.loads(v["metrics"])
-            metrics.pop("samples", None)
+            metrics = _numbers_only(json.loads(v["metrics"]))
             rows.append(
                 {
                     **{k: v[k] for k in ("shadow_table", "partition", "verdict", "shadow_version", "live_version")},
                     "partition_version": v["partition_version"],
-                    "validation_id": v["validation_id"] or uuid.uuid4().hex[:12],
+                    "validation_id": v["validation_id"] or f"unnamed-{uuid.uuid4().hex[:12]}",
                     "metrics": json.dumps(metrics, default=str),
                     "validated_at": v["validated_at"],
                 }
@@ -133,7 +135,23 @@ class VerdictStore(Db):
         }
 
 
+# What a column's history keeps: counts, rates and moments; not the data's own values.
+_DATA_VALUES = ("hist", "categories", "new", "vanished", "shadow_min", "shadow_max", "live_min", "live_max")
+
+
+def _numbers_only(metrics: dict[str, Any]) -> dict[str, Any]:
+    """A validation's metrics as the history keeps them for a year: what moved (rows, keys,
+    null rates, means, change metrics), not values of the data a report quotes for a day, and
+    a few hundred bytes per column rather than histograms and category lists."""
+    metrics.pop("samples", None)
+    for column in (metrics.get("columns") or {}).values():
+        for name in _DATA_VALUES:
+            column.pop(name, None)
+    return metrics
+
+
 def _history_record(r: Any) -> VerdictRecord:
+    """A history row, typed (no checks: the history keeps what was measured)."""
     return VerdictRecord(
         partition=r["partition"],
         verdict=CheckStatus(r["verdict"]),

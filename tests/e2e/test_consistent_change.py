@@ -71,7 +71,10 @@ def test_three_days_the_change_broke_fail_without_bounds_and_suggest_finds_them(
     assert [v["verdict"] for v in kept] == ["fail", "fail", "fail"]  # alone, judged against the stored 59
     assert len({v["validation_id"] for v in kept}) == 3
     assert [round(v["metrics"]["column_changes"]["amount"]["mean_change_pct"], 6) for v in kept] == [40.0] * 3
-    assert CliRunner().invoke(app, asked).stdout.count("2024-02-05") >= 1
+    text = CliRunner().invoke(app, asked)
+    assert text.exit_code == 0 and "2024-02-05" in text.stdout and "no measurements" not in text.stdout
+    typo = CliRunner().invoke(app, ["history", str(config), "--partition", "2024-02-31", "--metrics"])
+    assert typo.exit_code == 2 and "has no verdict in the state store" in typo.stderr
     paths = bf.report(config.parent / "report")
     part = next(p for p in json.loads(paths["json"].read_text())["partitions"] if p["partition"] == "2024-02-05")
     assert [h["verdict"] for h in part["history"]] == ["fail", "fail", "fail"]
