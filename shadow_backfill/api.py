@@ -9,7 +9,7 @@ bf.read_shadow(["2024-01-05"]).show()
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from functools import cached_property
@@ -41,6 +41,7 @@ from shadow_backfill.progress import Progress, whole_step
 from shadow_backfill.promote import Promoter, PromotionPlan
 from shadow_backfill.recompute import ProgressCallback, Recompute, RunOptions
 from shadow_backfill.report import ReportData, approvals_in_force, write_reports
+from shadow_backfill.report.arrivals import late_arrivals
 from shadow_backfill.results import BackfillResult, RunResult, ValidationResult
 from shadow_backfill.rollback import Rollback
 from shadow_backfill.run_plan import RunPlan, plan_run
@@ -50,11 +51,13 @@ from shadow_backfill.state import Approval, PartitionRecord, PromotionRecord, St
 from shadow_backfill.table import TableContext, open_store, open_table
 from shadow_backfill.transform import Inputs, Transform, load_transform
 from shadow_backfill.validate.validator import Validator
+from shadow_backfill.windows import time_zone
 from shadow_backfill.workflow import PromotionPolicy, approval_of
 
 if TYPE_CHECKING:
     from typing import Unpack
 
+    from shadow_backfill.document import LateArrivalDoc
     from shadow_backfill.documents.suggest import SuggestionDoc
 
 
@@ -240,6 +243,7 @@ class Backfill(Commands[RunResult, RunPlan, ValidationResult, BackfillResult]):
         approvals = approvals_in_force(self.store.promotions(self.live_table), self.shadow_table)
         history = self.store.metric_histories(self.shadow_table)
         data = ReportData(self.live_table, self.shadow_table, self.config.format, verdicts, approvals, history)
+        data.late_arrivals = self.late_arrivals(history)
         folder = Path(out_dir)
         if folder.exists() and not folder.is_dir():
             raise UsageError(f"report folder {str(folder)!r} is a file, not a folder")
@@ -421,6 +425,12 @@ class Backfill(Commands[RunResult, RunPlan, ValidationResult, BackfillResult]):
     def metric_history(self, partition: str) -> list[VerdictRecord]:
         """The partition's measurements at each validation kept, oldest first (no Spark)."""
         return self.store.metric_history(self.shadow_table, partition)
+
+    def late_arrivals(self, history: Mapping[str, Sequence[VerdictRecord]] | None = None) -> LateArrivalDoc | None:
+        """The late-arrival view of the partitions validated at two ages or more (None: none
+        was), from `history` or the store's (no Spark)."""
+        kept = self.store.metric_histories(self.shadow_table) if history is None else history
+        return late_arrivals(kept, self.scheme, time_zone(self.config.time_zone))
 
     def verdicts(self) -> list[VerdictRecord]:
         """The stored verdicts, ascending by partition."""

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shadow_backfill.vocabulary import CheckStatus
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 # The fields each schema_version published (`fields_digest`): a test fails when a field is added,
 # removed or made required under a version already published (tests/unit/test_report_schema.py).
 SCHEMA_DIGESTS = {
@@ -37,6 +37,7 @@ SCHEMA_DIGESTS = {
     4: "19b85547accf5afb982c51fc006fed87dda40d1b71219cbe6b05390ad349c079",
     5: "a9c550ea05e4172d04b08a839ca731109f85cdafc018141154f7826f2233d567",  # + a partition's approval
     6: "399bb035a542e2193d170fbecab920ea3cf16b502f80d42431c3cf2c4872be60",  # + a partition's history
+    7: "09c4fdf58aeee20a6658d13d1c5851ad8f7ad2857c6f0507051f410e984ba67e",  # + the late-arrival view
 }
 
 # Non-finite floats are published as text ("inf", "-inf", "nan"): JSON has no such numbers.
@@ -233,12 +234,61 @@ class PartitionDoc(_Doc):
     last 20 (`history --partition P --metrics` prints them all); absent where none is kept."""
 
 
+class ArrivalPointDoc(_Doc):
+    """A partition at one age: what its newest validation at that age measured against live
+    (the keys live lacked are the rows that arrived since live was written)."""
+
+    age: int = Field(description="periods from the partition's start to when the data was seen")
+    label: str = Field(description="the age as people write it: D+2, H+5, M+1")
+    validation_id: str
+    observed_at: str | None = Field(json_schema_extra={"format": "date-time"})
+    live_rows: int | None
+    shadow_rows: int | None
+    added: int | None = Field(description="keys only in shadow (null: no keys configured)")
+    removed: int | None = Field(description="keys only in live")
+    changed: int | None = Field(description="matched keys with a value changed")
+
+
+class ArrivalPartitionDoc(_Doc):
+    """One partition validated at two ages or more, its points by age."""
+
+    partition: str
+    points: list[ArrivalPointDoc]
+
+
+class ArrivalAgeDoc(_Doc):
+    """One age over the partitions seen at it: how many rows were there, how many came late."""
+
+    age: int
+    label: str
+    partitions: int = Field(description="partitions validated at this age")
+    shadow_rows: int = Field(description="their rows at this age, summed")
+    added: int | None
+    removed: int | None
+    changed: int | None
+    present_share: float | None = Field(
+        description="of the partitions also validated at a later age: their rows at this age over "
+        "their rows at their newest validation (null: none was validated later)"
+    )
+    compared: int = Field(description="the partitions present_share is over")
+
+
+class LateArrivalDoc(_Doc):
+    """The late-arrival view of a nightly window: each re-validated partition's rows against
+    live at each age, and the ages summed over partitions, to choose a lag from."""
+
+    unit: Literal["day", "hour", "month"]
+    by_age: list[ArrivalAgeDoc]
+    partitions: list[ArrivalPartitionDoc]
+
+
 class ReportDoc(_Doc):
     """report.json."""
 
     # 3 added shadow_min and shadow_max, 4 removed the partition's copies of metrics and reasons,
-    # 5 added a partition's approval, 6 its history; a version 2 to 5 document still reads (as given)
-    schema_version: Literal[2, 3, 4, 5, 6]
+    # 5 added a partition's approval, 6 its history, 7 the late-arrival view; a version 2 to 6
+    # document still reads (as given)
+    schema_version: Literal[2, 3, 4, 5, 6, 7]
     report_id: str
     generated_at: str
     live_table: str
@@ -246,6 +296,9 @@ class ReportDoc(_Doc):
     format: str
     summary: dict[str, int]
     partitions: list[PartitionDoc]
+    late_arrivals: LateArrivalDoc | None = None
+    """Partitions validated at two ages or more (a nightly window), by age; null where none was
+    (absent from a report of schema_version 6 or earlier)."""
 
 
 def report_schema() -> dict[str, Any]:

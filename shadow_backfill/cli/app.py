@@ -26,7 +26,7 @@ from shadow_backfill.cli.job import (
     ReasonOption,
     job_options,
 )
-from shadow_backfill.cli.measured import check_measured, measured_doc
+from shadow_backfill.cli.measured import check_late, check_measured, late_doc, measured_doc
 from shadow_backfill.cli.notify import notify_test
 from shadow_backfill.cli.opening import open_backfill
 from shadow_backfill.cli.output import (
@@ -333,8 +333,14 @@ def history(
     ),
     partition: str | None = typer.Option(None, "--partition", metavar="P", help="With --metrics: which partition."),
     metrics: bool = typer.Option(False, "--metrics", help="A partition's measurements at each validation kept."),
+    late: bool = typer.Option(False, "--late-arrivals", help="Rows against live by partition age."),
 ) -> None:
-    """Promotions and rollbacks of the live table, or a partition's measurements at each validation."""
+    """Promotions and rollbacks of the live table, a partition's measurements at each
+    validation, or the late-arrival view."""
+    if late:
+        bf = open_backfill(config, lambda _: check_late(partition, metrics=metrics, reconcile=reconcile))
+        view(as_json).late_arrivals(late_doc(bf))
+        return
     if metrics or partition is not None:
         bf = open_backfill(config, lambda _: check_measured(partition, metrics=metrics, reconcile=reconcile))
         view(as_json).metric_history(measured_doc(bf, str(partition)))

@@ -1,6 +1,7 @@
 """`history --partition P --metrics` as a table: one row per validation kept, so a person sees
 how a partition's numbers moved across re-runs (a nightly job's late rows arriving, a fix
-taking effect). The cells are data: printed as text, never as Rich markup."""
+taking effect); and `history --late-arrivals`, the same history by the partitions' age. The
+cells are data: printed as text, never as Rich markup."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from shadow_backfill.document import KeyDiffDoc, MetricsDoc
-from shadow_backfill.documents.cli import MeasuredDoc, MetricHistoryDoc
+from shadow_backfill.documents.cli import LateArrivalHistoryDoc, MeasuredDoc, MetricHistoryDoc
 from shadow_backfill.errors import UsageError
 
 if TYPE_CHECKING:
@@ -59,6 +60,39 @@ def measured_table(doc: MetricHistoryDoc) -> Table:
         cells += [_change(m, c) if c in m.column_changes else "" for c in columns]
         table.add_row(*[Text(x) for x in cells])
     return table
+
+
+def arrivals_table(doc: LateArrivalHistoryDoc) -> Table:
+    """One row per age: how many partitions were seen at it, their rows, what live lacked, and
+    the share of their newest rows that was there by then (what a lag is chosen from)."""
+    late = doc.late_arrivals
+    assert late is not None
+    table = Table(title=f"{doc.shadow_table}: rows against live by the partition's age ({late.unit}s)")
+    for name in ("age", "partitions", "rows", "added", "removed", "changed", "present by then"):
+        table.add_column(name, justify="left" if name == "age" else "right")
+    for a in late.by_age:
+        share = "" if a.present_share is None else f"{a.present_share:.1%} of {a.compared}"
+        cells = [a.label, str(a.partitions), str(a.shadow_rows), _shown(a.added), _shown(a.removed), _shown(a.changed)]
+        table.add_row(*[Text(x) for x in [*cells, share]])
+    return table
+
+
+def _shown(x: int | None) -> str:
+    return "" if x is None else str(x)
+
+
+def late_doc(bf: Backfill) -> LateArrivalHistoryDoc:
+    """The published document of the late-arrival view (no Spark)."""
+    return LateArrivalHistoryDoc(shadow_table=bf.shadow_table, late_arrivals=bf.late_arrivals())
+
+
+def check_late(partition: str | None, *, metrics: bool, reconcile: bool) -> None:
+    """`--late-arrivals` is over every partition: not with `--partition`, `--metrics` or
+    `--reconcile` (exit 2)."""
+    if partition is not None or metrics or reconcile:
+        raise UsageError(
+            "--late-arrivals is over every partition kept: it goes with none of --partition, --metrics, --reconcile"
+        )
 
 
 def check_measured(partition: str | None, *, metrics: bool, reconcile: bool) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from shadow_backfill.cli.consoles import out
-from shadow_backfill.cli.measured import measured_table
+from shadow_backfill.cli.measured import arrivals_table, measured_table
 from shadow_backfill.cli.render import (
     history_table,
     pipeline_history_table,
@@ -21,7 +21,7 @@ from shadow_backfill.cli.render import (
     verdict_table,
 )
 from shadow_backfill.documents import dump
-from shadow_backfill.documents.cli import HistoryDoc, MetricHistoryDoc, StatusDoc
+from shadow_backfill.documents.cli import HistoryDoc, LateArrivalHistoryDoc, MetricHistoryDoc, StatusDoc
 from shadow_backfill.documents.pipeline import PipelineHistoryDoc, PipelinePlanDoc
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ class View(Protocol):
     def pipeline_history(self, records: Sequence[PipelineRecord]) -> None: ...
     def suggestion(self, doc: SuggestionDoc) -> None: ...
     def metric_history(self, doc: MetricHistoryDoc) -> None: ...
+    def late_arrivals(self, doc: LateArrivalHistoryDoc) -> None: ...
 
 
 class TextView:
@@ -78,6 +79,12 @@ class TextView:
             return
         out.print(measured_table(doc))
 
+    def late_arrivals(self, doc: LateArrivalHistoryDoc) -> None:
+        if doc.late_arrivals is None:
+            out.print(f"no partition of {doc.shadow_table} was validated at two ages or more", markup=False)
+            return
+        out.print(arrivals_table(doc))
+
 
 class JsonView:
     """One JSON document on stdout and nothing else, each with a published schema
@@ -108,6 +115,9 @@ class JsonView:
         sys.stdout.write(dump(doc))
 
     def metric_history(self, doc: MetricHistoryDoc) -> None:
+        sys.stdout.write(dump(doc))
+
+    def late_arrivals(self, doc: LateArrivalHistoryDoc) -> None:
         sys.stdout.write(dump(doc))
 
 

@@ -21,7 +21,14 @@ from pydantic import BaseModel
 
 from shadow_backfill.document import schema_text as report_schema_text
 from shadow_backfill.documents.alert import AlertDoc
-from shadow_backfill.documents.cli import HistoryDoc, MetricHistoryDoc, PromotionPlanDoc, RunPlanDoc, StatusDoc
+from shadow_backfill.documents.cli import (
+    HistoryDoc,
+    LateArrivalHistoryDoc,
+    MetricHistoryDoc,
+    PromotionPlanDoc,
+    RunPlanDoc,
+    StatusDoc,
+)
 from shadow_backfill.documents.command import CommandDoc
 from shadow_backfill.documents.lineage import ShadowBackfillFacetDoc
 from shadow_backfill.documents.pipeline import PipelineDoc, PipelineHistoryDoc, PipelinePlanDoc
@@ -43,6 +50,7 @@ PUBLISHED: dict[str, tuple[type[BaseModel], str]] = {
     "task-summary.schema.json": (TaskSummaryDoc, "the XCom shadow_backfill of the Airflow operator"),
     "suggest.schema.json": (SuggestionDoc, "shadow-backfill suggest --json"),
     "metric-history.schema.json": (MetricHistoryDoc, "shadow-backfill history --partition P --metrics --json"),
+    "late-arrivals.schema.json": (LateArrivalHistoryDoc, "shadow-backfill history --late-arrivals --json"),
 }
 
 

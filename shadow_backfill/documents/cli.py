@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel, field_serializer
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 from pydantic.json_schema import JsonDict
 
-from shadow_backfill.document import MetricsDoc
+from shadow_backfill.document import LateArrivalDoc, MetricsDoc
 from shadow_backfill.records import PartitionRecord
 from shadow_backfill.vocabulary import CheckStatus
 
@@ -174,3 +174,11 @@ class MetricHistoryDoc(_Out):
     shadow_table: str
     partition: str
     validations: list[MeasuredDoc]
+
+
+class LateArrivalHistoryDoc(_Out):
+    """`history CONFIG --late-arrivals --json`: the partitions validated at two ages or more
+    (a nightly window), by age, as report.json's `late_arrivals`."""
+
+    shadow_table: str
+    late_arrivals: LateArrivalDoc | None = Field(description="null: no partition was validated at two ages or more")

@@ -20,11 +20,12 @@ import hashlib
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from shadow_backfill.document import KeyDiffDoc, MeasuredPointDoc, PartitionDoc, ReportDoc
+from shadow_backfill.report.late_html import late_view
 from shadow_backfill.report.model import reasons, report_title, skipped, skipped_count
+from shadow_backfill.report.shapes import Bar, Text
 from shadow_backfill.report.templating import render
 from shadow_backfill.vocabulary import VERDICTS
 
@@ -49,30 +50,6 @@ _Scale = Callable[[int, float], tuple[float, float]]  # (partition index, value)
 # or an on* handler that ever slipped past escaping would still be blocked by the browser.
 SCRIPT = render("report.js")
 _SCRIPT_HASH = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
-
-
-@dataclass(frozen=True)
-class Text:
-    """An SVG <text> label (svg.j2's `text`)."""
-
-    x: Any
-    y: Any
-    size: int
-    text: str
-    kind: str = "text"
-
-
-@dataclass(frozen=True)
-class Bar:
-    """An SVG <rect> with its hover text (svg.j2's `bar`); sizes arrive formatted."""
-
-    x: Any
-    y: Any
-    width: str
-    height: Any
-    fill: str
-    title: str
-    kind: str = "bar"
 
 
 def _bars(title: str, labels: Sequence[str], live: Sequence[float], shadow: Sequence[float]) -> dict[str, Any]:
@@ -421,6 +398,7 @@ def render_html(doc: ReportDoc) -> str:
         verdicts=verdicts,
         calendar=_calendar(days) if days is not None else None,
         row_counts=_row_count_chart(verdicts),
+        late=late_view(doc.late_arrivals),
         mean_charts=[m for m in means if m is not None],
         partitions=[_partition_view(v) for v in verdicts],
         payload={"partitions": len(verdicts), "summary": doc.summary},

@@ -116,6 +116,23 @@ def _approvals(bad: Sequence[PartitionDoc]) -> list[str]:
     return lines
 
 
+def _late_arrivals(doc: ReportDoc) -> list[str]:
+    """The late-arrival view by age (nightly windows only): what a lag is chosen from."""
+    late = doc.late_arrivals
+    if late is None:
+        return []
+    lines = ["", f"**Late arrivals** (by {late.unit}s after the partition's start):", ""]
+    lines += [
+        "| age | partitions | rows | keys added | removed | changed | rows present by then |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for a in late.by_age:
+        share = "" if a.present_share is None else f"{a.present_share:.1%} of {a.compared}"
+        counts = [a.partitions, a.shadow_rows, a.added, a.removed, a.changed]
+        lines.append(f"| {a.label} | " + " | ".join("" if c is None else str(c) for c in counts) + f" | {share} |")
+    return lines
+
+
 def render_markdown(doc: ReportDoc, max_rows: int = 50) -> str:
     """The summary line, then the partitions that did not pass, their column changes and samples."""
     s = doc.summary
@@ -132,7 +149,7 @@ def render_markdown(doc: ReportDoc, max_rows: int = 50) -> str:
     bad = [p for p in doc.partitions if p.verdict != CheckStatus.PASS]
     if not bad:
         lines.append("Every partition passed.")
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines + _late_arrivals(doc)) + "\n"
     lines += ["| partition | verdict | rows live → shadow | reasons |", "|---|---|---|---|"]
     for v in bad[:max_rows]:
         live, shadow = (n if n is not None else "" for n in (v.metrics.live_rows, v.metrics.shadow_rows))
@@ -148,4 +165,4 @@ def render_markdown(doc: ReportDoc, max_rows: int = 50) -> str:
     lines += _approvals(bad)
     lines += _column_changes(bad, max_rows)
     lines += _worst_samples(bad)
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _late_arrivals(doc)) + "\n"

@@ -18,6 +18,7 @@ from shadow_backfill.document import (
     ApprovalDoc,
     CheckDoc,
     KeyDiffDoc,
+    LateArrivalDoc,
     MeasuredPointDoc,
     PartitionDoc,
     ReportDoc,
@@ -38,6 +39,8 @@ class ReportData:
     approvals: Mapping[str, ApprovalDoc] = field(default_factory=dict)
     # partition -> its validations kept, oldest first (`StateStore.metric_histories`)
     history: Mapping[str, Sequence[VerdictRecord]] = field(default_factory=dict)
+    # the history's partitions validated at two ages or more (`report.arrivals.late_arrivals`)
+    late_arrivals: LateArrivalDoc | None = None
     report_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     generated_at: str = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc).isoformat())
 

@@ -79,6 +79,9 @@ verdict_history = Table(
     Column("partition_version", BigInteger),
     Column("live_version", BigInteger),
     Column("validated_at", DateTime(timezone=True), nullable=False, index=True),
+    # The instant the validation saw the data (the clock, or SHADOW_BACKFILL_NOW when pinned):
+    # a partition's age at each validation, for the late-arrival view (null: stored before it).
+    Column("observed_at", DateTime(timezone=True)),
 )
 
 promotions = Table(

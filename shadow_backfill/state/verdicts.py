@@ -32,6 +32,7 @@ class VerdictRecord:
     live_version: int | None = None
     validation_id: str | None = None
     validated_at: dt.datetime | None = None  # set by the store when saved
+    observed_at: dt.datetime | None = None  # when the data was seen (history only: late arrivals)
 
     @property
     def reasons(self) -> list[Check]:
@@ -67,16 +68,21 @@ class VerdictStore(Db):
         update_cols = {c: stmt.excluded[c] for c in values[0] if c not in ("shadow_table", "partition")}
         with self._begin() as c:
             c.execute(stmt.on_conflict_do_update(index_elements=["shadow_table", "partition"], set_=update_cols))
-            self._add_history(c, shadow_table, values, keep_days)
+            self._add_history(c, shadow_table, values, [r.observed_at for r in records], keep_days)
 
     def _add_history(
-        self, c: Connection, shadow_table: str, values: list[dict[str, Any]], keep_days: int | None
+        self,
+        c: Connection,
+        shadow_table: str,
+        values: list[dict[str, Any]],
+        observed: list[dt.datetime | None],
+        keep_days: int | None,
     ) -> None:
         """The same rows, kept per validation, without the values of the data (samples,
         histograms, categories, extremes: `_numbers_only`); then the rows older than `keep_days`
         pruned, in the verdicts' transaction."""
         rows = []
-        for v in values:
+        for v, seen in zip(values, observed, strict=True):
             metrics = _numbers_only(json.loads(v["metrics"]))
             rows.append(
                 {
@@ -85,6 +91,7 @@ class VerdictStore(Db):
                     "validation_id": v["validation_id"] or f"unnamed-{uuid.uuid4().hex[:12]}",
                     "metrics": json.dumps(metrics, default=str),
                     "validated_at": v["validated_at"],
+                    "observed_at": seen.astimezone(dt.timezone.utc) if seen is not None else None,
                 }
             )
         stmt = upsert(self.engine, verdict_history).values(rows)
@@ -108,7 +115,7 @@ class VerdictStore(Db):
                 if not inspect(c).has_table(verdict_history.name):
                     return {}
         table = verdict_history.c
-        query = select(verdict_history).where(table.shadow_table == shadow_table)
+        query = select(*self._present(verdict_history)).where(table.shadow_table == shadow_table)
         if partition is not None:
             query = query.where(table.partition == partition)
         rows = self._rows(query.order_by(table.validated_at, table.validation_id))
@@ -162,6 +169,7 @@ def _history_record(r: Any) -> VerdictRecord:
         live_version=r["live_version"],
         validation_id=r["validation_id"],
         validated_at=aware(r["validated_at"]),
+        observed_at=aware(r.get("observed_at")),  # absent from a store of an older version
     )
 
 

@@ -33,6 +33,7 @@ from shadow_backfill.validate.measure.fast import FastMeasurer
 from shadow_backfill.validate.measure.profile_job import decile_every
 from shadow_backfill.validate.suites import Suite, check_columns, load_suites
 from shadow_backfill.vocabulary import CheckStatus, PartitionStatus, worst
+from shadow_backfill.windows import current_time, time_zone
 
 
 @dataclass
@@ -61,6 +62,7 @@ class Validator:
         cfg = self.table.config
         step = progress.step("validate")
         started = time.monotonic()
+        observed = current_time(time_zone(cfg.time_zone))  # the partitions' age: late arrivals
         suites = load_suites(cfg) if suites is None else suites
         queries = load_queries(cfg)
         for table in (cfg.live_table, cfg.shadow):
@@ -122,6 +124,7 @@ class Validator:
                     partition_version=records[v.partition].shadow_version if v.partition in records else None,
                     live_version=live_version,
                     validation_id=result.validation_id,
+                    observed_at=observed,
                 )
                 for v in result.verdicts
             ],

@@ -49,7 +49,7 @@ def test_drifting_partition_fails_and_reports(make: MakeBackfill, tmp_path: Path
 
     paths = bf.report(out)
     doc = json.loads(paths["json"].read_text())
-    assert doc["schema_version"] == 6 and doc["summary"] == {"pass": 9, "warn": 0, "fail": 1}
+    assert doc["schema_version"] == 7 and doc["summary"] == {"pass": 9, "warn": 0, "fail": 1}
     part = next(p for p in doc["partitions"] if p["partition"] == DRIFT)
     assert part["verdict"] == "fail" and part["metrics"]["rows"] == {
         "live": t.ROWS_PER_DAY,

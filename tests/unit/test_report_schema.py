@@ -122,7 +122,7 @@ def test_a_v4_document_says_each_fact_once() -> None:
     schema (the file, not the models) accepts a real dump."""
     records = _records()
     document = published(json.dumps(_document(records)), "report.schema.json")
-    assert document["schema_version"] == 6
+    assert document["schema_version"] == 7
     for part, record in zip(document["partitions"], records, strict=True):
         assert not {"rows", "reasons", "column_changes", "samples"} & set(part), "a copy of metrics or checks"
         metrics = part["metrics"]
