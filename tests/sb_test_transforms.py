@@ -305,3 +305,32 @@ def amount_up_4pct(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
     """amount x 1.04, and x 1.40 on BROKEN_DAYS; nothing else differs."""
     factor = F.when(F.col("ds").isin(*[F.lit(d) for d in BROKEN_DAYS]), 1.40).otherwise(1.04)
     return events(spark, partitions).withColumn("amount", F.col("amount") * factor)
+
+
+# A source receiving late events: by the pinned "now" (SHADOW_BACKFILL_NOW, as the nightly test
+# sets it), a day has 5 rows (what live was seeded with) until D+1, 6 at D+2, 8 at D+3 and 9
+# from D+4 on; from D+3 on, id 0's amount is corrected (a late update, not a new row).
+ARRIVED_BY_AGE = {2: 6, 3: 8}
+LATE_FINAL, LATE_CORRECTED_FROM = 9, 3
+
+
+def late_arriving(spark: SparkSession, partitions: list[dt.date]) -> DataFrame:
+    from zoneinfo import ZoneInfo
+
+    from shadow_backfill.windows import current_time
+
+    today = current_time(ZoneInfo("UTC")).date()
+    frames = []
+    for day in partitions:
+        age = (today - day).days
+        rows = LATE_FINAL if age >= 4 else ARRIVED_BY_AGE.get(age, ROWS_PER_DAY)
+        h = F.abs(F.xxhash64("id", "ds"))
+        df = spark.range(rows).select(F.col("id"), F.lit(day).alias("ds"))
+        amount = h % 1000 / 10.0
+        corrected = F.when(F.col("id") == 0, amount + 1.0).otherwise(amount) if age >= LATE_CORRECTED_FROM else amount
+        cat = F.element_at(F.array(F.lit("a"), F.lit("b"), F.lit("c")), (h % 3 + 1).cast("int"))
+        frames.append(df.select(F.col("id"), corrected.alias("amount"), cat.alias("cat"), F.col("ds")))
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    return out

@@ -27,20 +27,11 @@ from shadow_backfill.report.late_html import late_view
 from shadow_backfill.report.model import reasons, report_title, skipped, skipped_count
 from shadow_backfill.report.shapes import Bar, Text
 from shadow_backfill.report.templating import render
-from shadow_backfill.vocabulary import VERDICTS
+from shadow_backfill.vocabulary import CHANGE_METRICS, VERDICTS
 
 # Checks that measure how much a column changed: a column with one is meant to change, so its
 # means are plotted next to those of the columns that failed or warned.
-CHANGE_CHECKS = (
-    "mean_change",
-    "mean_change_pct",
-    "sum_change_pct",
-    "changed_share",
-    "max_abs_diff",
-    "mean_abs_diff",
-    "consistent_mean_change_pct",
-    "consistent_changed_share",
-)
+CHANGE_CHECKS = (*CHANGE_METRICS, "consistent_mean_change_pct", "consistent_changed_share")
 MAX_MEAN_CHARTS = 6
 _DAILY = re.compile(r"\d{4}-\d{2}-\d{2}")
 LIVE, SHADOW = "#5b7bd6", "#e07b39"

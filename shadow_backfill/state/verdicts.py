@@ -121,25 +121,12 @@ class VerdictStore(Db):
         rows = self._rows(query.order_by(table.validated_at, table.validation_id))
         out: dict[str, list[VerdictRecord]] = {}
         for r in rows:
-            out.setdefault(r["partition"], []).append(_history_record(r))
+            out.setdefault(r["partition"], []).append(_record(r))
         return out
 
     def verdicts(self, shadow_table: str) -> dict[str, VerdictRecord]:
         rows = self._rows(select(verdicts).where(verdicts.c.shadow_table == shadow_table))
-        return {
-            r["partition"]: VerdictRecord(
-                partition=r["partition"],
-                verdict=CheckStatus(r["verdict"]),
-                checks=[Check.from_dict(c) for c in json.loads(r["checks"])],
-                metrics=_metrics(r["partition"], r["metrics"]),
-                shadow_version=r["shadow_version"],
-                partition_version=r["partition_version"],
-                live_version=r["live_version"],
-                validation_id=r["validation_id"],
-                validated_at=aware(r["validated_at"]),
-            )
-            for r in rows
-        }
+        return {r["partition"]: _record(r, [Check.from_dict(c) for c in json.loads(r["checks"])]) for r in rows}
 
 
 # What a column's history keeps: counts, rates and moments; not the data's own values.
@@ -157,19 +144,19 @@ def _numbers_only(metrics: dict[str, Any]) -> dict[str, Any]:
     return metrics
 
 
-def _history_record(r: Any) -> VerdictRecord:
-    """A history row, typed (no checks: the history keeps what was measured)."""
+def _record(r: Any, checks: Sequence[Check] = ()) -> VerdictRecord:
+    """A verdict row, or a history row (no checks: the history keeps what was measured), typed."""
     return VerdictRecord(
         partition=r["partition"],
         verdict=CheckStatus(r["verdict"]),
-        checks=[],
+        checks=list(checks),
         metrics=_metrics(r["partition"], r["metrics"]),
         shadow_version=r["shadow_version"],
         partition_version=r["partition_version"],
         live_version=r["live_version"],
         validation_id=r["validation_id"],
         validated_at=aware(r["validated_at"]),
-        observed_at=aware(r.get("observed_at")),  # absent from a store of an older version
+        observed_at=aware(r.get("observed_at")),  # only the history has it (and not an older one's)
     )
 
 

@@ -22,7 +22,7 @@ from typing import Protocol
 
 import yaml
 
-from shadow_backfill.config import ValidationSpec
+from shadow_backfill.config import ColumnBounds, ValidationSpec
 from shadow_backfill.document import MetricsDoc
 from shadow_backfill.documents.suggest import AbstainedDoc, BoundsDoc, LeftOutDoc, SuggestionDoc
 from shadow_backfill.validate.consistency import spread_of
@@ -32,24 +32,7 @@ MIN_PARTITIONS = 8  # as `consistent`'s default: fewer say nothing about what is
 WARN_SPREADS, FAIL_SPREADS = 3.5, 5.0
 FLOOR = {"mean_change_pct": 0.1, "changed_share": 0.001}  # 0.1 percentage points either way
 # The checks a column's own change makes (so a partition failing only those is still evidence).
-OWN = {
-    "mean_change",
-    "mean_change_pct",
-    "sum_change_pct",
-    "changed_share",
-    "max_abs_diff",
-    "mean_abs_diff",
-    "null_rate_change",
-    "psi",
-    "ks",
-    "mean_shift",
-    "std_change",
-    "js_distance",
-    "drift_pvalue",
-    "new_categories",
-    "vanished_categories",
-    "unexpected_changes",
-}
+OWN = {*ColumnBounds.model_fields, "unexpected_changes"}  # every bound a column may declare
 
 
 class Judged(Protocol):

@@ -71,3 +71,62 @@ def test_a_window_outside_the_range_names_what_is_missing(make: MakeBackfill, mo
     plan = _plan(str(bf.config_path))  # type: ignore[attr-defined]
     assert plan["recompute"] == ["2024-01-09", "2024-01-10", "2024-01-11"]
     assert [p["live_rows"] for p in plan["partitions"]] == [t.ROWS_PER_DAY, t.ROWS_PER_DAY, None]
+
+
+# Three nights of `--last 3 --lag 1d --force` over `late_arriving`: each night's days, and
+# their ages then (D+2, D+3, D+4).
+NIGHTS = ["2024-01-10T03:00Z", "2024-01-11T03:00Z", "2024-01-12T03:00Z"]
+LATE = {
+    **QUIET,
+    "row_count_change": {"warn": None, "fail": None},
+    "keys_added": {"warn": None, "fail": None},
+    "new_categories": "pass",
+    "expected_changes": {"amount": {"changed_share": {"fail": 0.5}}},
+}
+
+
+def test_three_nights_of_late_rows_give_the_late_arrival_view(
+    make: MakeBackfill, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A day has 6 rows at D+2, 8 at D+3 (one row corrected) and 9 at D+4; each night promotes
+    what it validated, so live holds the night before's rows, and what shadow adds is what
+    arrived since. The view counts exactly that, in report.json, `history --late-arrivals`,
+    the HTML and the Markdown."""
+    bf = make(transform={"function": "sb_test_transforms:late_arriving"}, validation=LATE)
+    cfg = str(bf.config_path)  # type: ignore[attr-defined]
+    for night in NIGHTS:
+        monkeypatch.setenv(NOW_VARIABLE, night)
+        done = CliRunner().invoke(app, ["backfill", cfg, "--last", "3", "--lag", "1d", "--force"])
+        assert done.exit_code == 0, done.output
+        assert "promoted 3 partition(s)" in done.output
+
+    shown = CliRunner().invoke(app, ["history", cfg, "--late-arrivals", "--json"])
+    assert shown.exit_code == 0, shown.output
+    late = published(shown.stdout, "late-arrivals.schema.json")["late_arrivals"]
+    assert late["unit"] == "day"
+    ages = [
+        (a["label"], a["partitions"], a["shadow_rows"], a["added"], a["removed"], a["changed"]) for a in late["by_age"]
+    ]
+    assert ages == [("D+2", 2, 12, 2, 0, 0), ("D+3", 3, 24, 7, 0, 3), ("D+4", 2, 18, 2, 0, 0)]
+    assert [a["present_share"] for a in late["by_age"]] == [pytest.approx(12 / 17), pytest.approx(16 / 18), None]
+    points = {
+        p["partition"]: [(x["label"], x["shadow_rows"], x["added"], x["changed"]) for x in p["points"]]
+        for p in late["partitions"]
+    }
+    assert points == {
+        "2024-01-07": [("D+3", 8, 3, 1), ("D+4", 9, 1, 0)],
+        "2024-01-08": [("D+2", 6, 1, 0), ("D+3", 8, 2, 1), ("D+4", 9, 1, 0)],
+        "2024-01-09": [("D+2", 6, 1, 0), ("D+3", 8, 2, 1)],
+    }
+
+    text = CliRunner().invoke(app, ["history", cfg, "--late-arrivals"])
+    assert text.exit_code == 0 and "70.6% of 2" in text.stdout, text.output
+    out = tmp_path / "report"
+    assert CliRunner().invoke(app, ["report", cfg, "--report", str(out)]).exit_code == 0
+    report = published((out / "report.json").read_text(), "report.schema.json")
+    assert report["late_arrivals"] == late
+    assert (
+        "<td>D+3</td><td>3</td><td>24</td><td>7</td><td>0</td><td>3</td><td>88.9% (of 2 seen later)</td>"
+        in (out / "report.html").read_text()
+    )
+    assert "| D+4 | 2 | 18 | 2 | 0 | 0 |  |" in (out / "report.md").read_text()
