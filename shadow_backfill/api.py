@@ -51,7 +51,6 @@ from shadow_backfill.state import Approval, PartitionRecord, PromotionRecord, St
 from shadow_backfill.table import TableContext, open_store, open_table
 from shadow_backfill.transform import Inputs, Transform, load_transform
 from shadow_backfill.validate.validator import Validator
-from shadow_backfill.windows import time_zone
 from shadow_backfill.workflow import PromotionPolicy, approval_of
 
 if TYPE_CHECKING:
@@ -430,7 +429,7 @@ class Backfill(Commands[RunResult, RunPlan, ValidationResult, BackfillResult]):
         """The late-arrival view of the partitions validated at two ages or more (None: none
         was), from `history` or the store's (no Spark)."""
         kept = self.store.metric_histories(self.shadow_table) if history is None else history
-        return late_arrivals(kept, self.scheme, time_zone(self.config.time_zone))
+        return late_arrivals(kept, self.scheme)
 
     def verdicts(self) -> list[VerdictRecord]:
         """The stored verdicts, ascending by partition."""

@@ -37,7 +37,7 @@ SCHEMA_DIGESTS = {
     4: "19b85547accf5afb982c51fc006fed87dda40d1b71219cbe6b05390ad349c079",
     5: "a9c550ea05e4172d04b08a839ca731109f85cdafc018141154f7826f2233d567",  # + a partition's approval
     6: "399bb035a542e2193d170fbecab920ea3cf16b502f80d42431c3cf2c4872be60",  # + a partition's history
-    7: "09c4fdf58aeee20a6658d13d1c5851ad8f7ad2857c6f0507051f410e984ba67e",  # + the late-arrival view
+    7: "52d0beb913ccf8a7a23ca4009fb037bae688b5c79188c083b6829fc4845a70c7",  # + the late-arrival view
 }
 
 # Non-finite floats are published as text ("inf", "-inf", "nan"): JSON has no such numbers.
@@ -238,7 +238,7 @@ class ArrivalPointDoc(_Doc):
     """A partition at one age: what its newest validation at that age measured against live
     (the keys live lacked are the rows that arrived since live was written)."""
 
-    age: int = Field(description="periods from the partition's start to when the data was seen")
+    age: int = Field(description="periods from the partition's start to when the data was read")
     label: str = Field(description="the age as people write it: D+2, H+5, M+1")
     validation_id: str
     observed_at: str | None = Field(json_schema_extra={"format": "date-time"})
@@ -267,8 +267,8 @@ class ArrivalAgeDoc(_Doc):
     removed: int | None
     changed: int | None
     present_share: float | None = Field(
-        description="of the partitions also validated at a later age: their rows at this age over "
-        "their rows at their newest validation (null: none was validated later)"
+        description="of the partitions also seen at the oldest age any reached (the horizon): their "
+        "rows at this age over their rows there (1 at the horizon; null: none of this age's reached it)"
     )
     compared: int = Field(description="the partitions present_share is over")
 
@@ -278,6 +278,7 @@ class LateArrivalDoc(_Doc):
     live at each age, and the ages summed over partitions, to choose a lag from."""
 
     unit: Literal["day", "hour", "month"]
+    horizon: str = Field(description="the oldest age any partition was seen at (its label): what present_share is of")
     by_age: list[ArrivalAgeDoc]
     partitions: list[ArrivalPartitionDoc]
 

@@ -16,8 +16,7 @@ from enum import Enum
 from typing import Any
 
 # The change metrics of one column (the checks a declared change is bounded by, `mean_change_pct:
-# {warn: 3, fail: 5}`): the judge names them, the report plots the columns they judged, `suggest`
-# counts them as a column's own checks.
+# {warn: 3, fail: 5}`): the judge names them, and the report plots the columns they judged.
 CHANGE_METRICS = ("mean_change", "mean_change_pct", "sum_change_pct", "changed_share", "max_abs_diff", "mean_abs_diff")
 
 

@@ -197,6 +197,21 @@ def _exists(local: dt.datetime, zone: ZoneInfo) -> bool:
     return there.astimezone(_UTC).astimezone(zone).replace(tzinfo=None) == local
 
 
+def partition_age(scheme: PartitionScheme, zone_name: str, key: str, observed: dt.datetime) -> int:
+    """Whole periods from a partition's start to `observed`, in the zone its periods are of (as
+    `last_window` counts them: a timestamp column's are UTC): a day counts calendar days (D+1 is
+    any time of the next day), a month calendar months, an hour elapsed hours (across a DST
+    change too). Negative for a partition seen before it began (a clock set wrong)."""
+    zone = time_zone("UTC") if scheme.ranged else time_zone(zone_name)
+    start, seen = scheme.parse_key(key), observed.astimezone(zone)
+    if scheme.granularity == "daily":
+        return (seen.date() - start.date()).days
+    if scheme.granularity == "monthly":
+        return (seen.year - start.year) * 12 + seen.month - start.month
+    begun = start.replace(tzinfo=zone).astimezone(_UTC)
+    return int((observed.astimezone(_UTC) - begun).total_seconds() // 3600)
+
+
 def last_window(
     scheme: PartitionScheme, zone_name: str, last: int, lag: str | dt.timedelta = "0", as_of: AsOf = None
 ) -> Window:

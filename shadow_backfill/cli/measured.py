@@ -67,8 +67,8 @@ def arrivals_table(doc: LateArrivalHistoryDoc) -> Table:
     the share of their newest rows that was there by then (what a lag is chosen from)."""
     late = doc.late_arrivals
     assert late is not None
-    table = Table(title=f"{doc.shadow_table}: rows against live by the partition's age ({late.unit}s)")
-    for name in ("age", "partitions", "rows", "added", "removed", "changed", "present by then"):
+    table = Table(title=Text(f"{doc.shadow_table}: rows against live by the partition's age ({late.unit}s)"))
+    for name in ("age", "partitions", "rows", "added", "removed", "changed", f"present by then, of {late.horizon}"):
         table.add_column(name, justify="left" if name == "age" else "right")
     for a in late.by_age:
         share = "" if a.present_share is None else f"{a.present_share:.1%} of {a.compared}"

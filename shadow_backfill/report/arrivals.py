@@ -1,22 +1,20 @@
 """The late-arrival view: how a nightly window's partitions filled up with age, read from the
 metric history (pure code: the state store's records in, report.json's document out).
 
-A nightly `--last N --lag D --force` job validates each partition on several nights. Each
-validation stores when it saw the data (`observed_at`: the clock, or `SHADOW_BACKFILL_NOW`
-when pinned; not `--as-of`, since a catch-up run of last Tuesday reads today's data), so a
-partition's measurements can be placed by its age then: D+1 is the day after the partition's
-own. Against live, which holds what an earlier night promoted, the keys only in shadow are the
-rows that arrived since; a partition's rows at an age over its rows at its newest validation
-are the share that was there by that age, which is what a lag is chosen from ("98.7% of rows
-are there by D+2").
+A nightly `--last N --lag D --force` job recomputes and validates each partition on several
+nights. Each validation stores when it read the data and the partition's age then
+(`windows.partition_age`: D+1 is the day after the partition's own; the clock, or
+`SHADOW_BACKFILL_NOW` when pinned; not `--as-of`, since a catch-up run of last Tuesday reads
+today's data). Against live, which holds what an earlier night promoted (or the original
+write), the keys only in shadow are the rows that arrived since; a partition's rows at an age
+over its rows at the oldest age seen are the share that was there by then, which is what a lag
+is chosen from ("98.7% of rows are there by D+2").
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
-from zoneinfo import ZoneInfo
 
 from shadow_backfill.document import (
     ArrivalAgeDoc,
@@ -28,52 +26,48 @@ from shadow_backfill.document import (
 from shadow_backfill.partitions import PartitionScheme
 from shadow_backfill.state import VerdictRecord
 
-# granularity -> (the unit published, the letter of its label)
 Unit = Literal["day", "hour", "month"]
-UNITS: dict[str, tuple[Unit, str]] = {"daily": ("day", "D"), "hourly": ("hour", "H"), "monthly": ("month", "M")}
+# a key's length -> its period's unit and the letter of its label (a key's shape names its
+# period: the config's granularity may be the default where a table's transform says hours)
+UNITS: dict[int, tuple[Unit, str]] = {10: ("day", "D"), 13: ("hour", "H"), 7: ("month", "M")}
 
 
-def age(start: dt.datetime, observed: dt.datetime, granularity: str, zone: ZoneInfo) -> int:
-    """Whole periods from a partition's start (a wall-clock time of `zone`) to `observed`: a
-    day counts calendar days in `zone` (D+1 is any time of the next day), a month calendar
-    months, an hour elapsed hours (across a DST change too)."""
-    seen = observed.astimezone(zone)
-    if granularity == "daily":
-        return (seen.date() - start.date()).days
-    if granularity == "monthly":
-        return (seen.year - start.year) * 12 + seen.month - start.month
-    begun = start.replace(tzinfo=zone).astimezone(dt.timezone.utc)
-    return int((observed.astimezone(dt.timezone.utc) - begun).total_seconds() // 3600)
-
-
-def late_arrivals(
-    histories: Mapping[str, Sequence[VerdictRecord]], scheme: PartitionScheme, zone: ZoneInfo
-) -> LateArrivalDoc | None:
-    """The view over the partitions validated at two ages or more (None: there are none, as
-    after a one-off backfill). At an age seen twice, the later validation counts."""
-    unit, letter = UNITS[scheme.granularity]
+def late_arrivals(histories: Mapping[str, Sequence[VerdictRecord]], scheme: PartitionScheme) -> LateArrivalDoc | None:
+    """The view over the partitions whose data was read at two ages or more (None: there are
+    none, as after a one-off backfill). A validation of a partition version already seen (a
+    rerun without `--force`: the same data, read again later) is not a new point, and at an
+    age seen twice the first validation counts (a rerun the same night compares against what
+    the first one promoted)."""
     partitions = []
     for key in scheme.sort(histories):
-        start = scheme.parse_key(key)
         at_age: dict[int, VerdictRecord] = {}
-        seen = [r for r in histories[key] if r.observed_at is not None and r.metrics.rows is not None]
-        for r in sorted(seen, key=lambda r: r.observed_at or dt.datetime.min):
-            at = age(start, r.observed_at or dt.datetime.min, scheme.granularity, zone)
-            if at >= 0:  # seen before the period began: a clock set wrong, no age to place it at
-                at_age[at] = r
+        versions: set[int | None] = set()
+        for r in histories[key]:  # oldest first
+            if r.age is None or r.age < 0 or r.metrics.rows is None or r.age in at_age:
+                continue
+            if r.partition_version is not None and r.partition_version in versions:
+                continue
+            versions.add(r.partition_version)
+            at_age[r.age] = r
         if len(at_age) >= 2:
-            points = [_point(at, r, letter) for at, r in sorted(at_age.items())]
+            points = [_point(r, _letter(key)) for _, r in sorted(at_age.items())]
             partitions.append(ArrivalPartitionDoc(partition=key, points=points))
     if not partitions:
         return None
-    return LateArrivalDoc(unit=unit, by_age=by_age(partitions, letter), partitions=partitions)
+    unit, letter = UNITS.get(len(partitions[0].partition), ("day", "D"))
+    ages = by_age(partitions, letter)
+    return LateArrivalDoc(unit=unit, horizon=ages[-1].label, by_age=ages, partitions=partitions)
 
 
-def _point(at: int, r: VerdictRecord, letter: str) -> ArrivalPointDoc:
+def _letter(key: str) -> str:
+    return UNITS.get(len(key), ("day", "D"))[1]
+
+
+def _point(r: VerdictRecord, letter: str) -> ArrivalPointDoc:
     keys = r.metrics.keys if isinstance(r.metrics.keys, KeyDiffDoc) else None
     return ArrivalPointDoc(
-        age=at,
-        label=f"{letter}+{at}",
+        age=r.age or 0,
+        label=f"{letter}+{r.age}",
         validation_id=r.validation_id or "",
         observed_at=r.observed_at.isoformat() if r.observed_at else None,
         live_rows=r.metrics.live_rows,
@@ -85,14 +79,16 @@ def _point(at: int, r: VerdictRecord, letter: str) -> ArrivalPointDoc:
 
 
 def by_age(partitions: Sequence[ArrivalPartitionDoc], letter: str) -> list[ArrivalAgeDoc]:
-    """Each age over the partitions seen at it. Its present share is over those also seen
-    later (a partition whose newest validation is at this age has nothing to be short of), so
-    the newest age has none."""
+    """Each age over the partitions seen at it. Its present share is over those also seen at
+    the oldest age any partition reached (the horizon), against their rows there: one
+    reference for every age, so a partition with a short history does not count as complete.
+    At the horizon itself the share is 1 by definition."""
+    horizon = max(part.points[-1].age for part in partitions)
     out = []
     for at in sorted({p.age for part in partitions for p in part.points}):
         here = [(pt, part.points[-1]) for part in partitions for pt in part.points if pt.age == at]
-        later = [(pt, newest) for pt, newest in here if newest.age > at]
-        final = sum(newest.shadow_rows or 0 for _, newest in later)
+        held = [(pt, last) for pt, last in here if last.age == horizon]
+        final = sum(last.shadow_rows or 0 for _, last in held)
         out.append(
             ArrivalAgeDoc(
                 age=at,
@@ -102,8 +98,8 @@ def by_age(partitions: Sequence[ArrivalPartitionDoc], letter: str) -> list[Arriv
                 added=_total(pt.added for pt, _ in here),
                 removed=_total(pt.removed for pt, _ in here),
                 changed=_total(pt.changed for pt, _ in here),
-                present_share=sum(pt.shadow_rows or 0 for pt, _ in later) / final if final else None,
-                compared=len(later),
+                present_share=sum(pt.shadow_rows or 0 for pt, _ in held) / final if final else None,
+                compared=len(held),
             )
         )
     return out

@@ -11,7 +11,7 @@ from shadow_backfill.document import ArrivalAgeDoc, ArrivalPointDoc, LateArrival
 from shadow_backfill.report.shapes import Bar, Text
 
 SHARE = "#3a9d5d"
-AGE_HEAD = ["age", "partitions", "rows", "keys added", "removed", "changed", "rows present by then"]
+AGE_HEAD = ["age", "partitions", "rows", "keys added", "removed", "changed"]
 
 
 def late_view(doc: LateArrivalDoc | None) -> dict[str, Any] | None:
@@ -21,7 +21,7 @@ def late_view(doc: LateArrivalDoc | None) -> dict[str, Any] | None:
     ages = [a.age for a in doc.by_age]
     return {
         "unit": doc.unit,
-        "head": AGE_HEAD,
+        "head": [*AGE_HEAD, f"rows present by then, of those at {doc.horizon}"],
         "rows": [_age_row(a) for a in doc.by_age],
         "partition_head": ["partition", *(a.label for a in doc.by_age)],
         "partition_rows": [
@@ -39,7 +39,7 @@ def _shown(x: int | None) -> str:
 def _share(a: ArrivalAgeDoc) -> str:
     if a.present_share is None:
         return ""
-    return f"{a.present_share:.1%} (of {a.compared} seen later)"
+    return f"{a.present_share:.1%} of {a.compared}"
 
 
 def _age_row(a: ArrivalAgeDoc) -> list[str]:
@@ -56,14 +56,16 @@ def _cell(p: ArrivalPointDoc | None) -> str:
 
 
 def share_chart(ages: Sequence[ArrivalAgeDoc]) -> dict[str, Any]:
-    """A bar per age: the share of rows present by then (no bar where no partition was seen
-    later), on a scale from 0 to 100%."""
+    """A bar per age: the share of rows present by then (none where no partition of that age
+    reached the horizon), on a scale from 0 to 100%, or to the largest share where rows went
+    away later (a late deduplication makes a share above 1)."""
+    top = max([1.0, *(a.present_share for a in ages if a.present_share is not None)])
     width, height, slot = 60 + 46 * len(ages), 120, 46
-    items: list[Text | Bar] = [Text(0, 10, 9, "100%"), Text(0, height, 9, "0%")]
+    items: list[Text | Bar] = [Text(0, 10, 9, f"{top:.0%}"), Text(0, height, 9, "0%")]
     for i, a in enumerate(ages):
         x = 30 + i * slot
         if a.present_share is not None:
-            h = a.present_share * height
+            h = a.present_share / top * height
             items.append(Bar(x, f"{height - h:.1f}", "30", f"{h:.1f}", SHARE, f"{a.label}: {_share(a)}"))
         items.append(Text(x + 4, height + 14, 10, a.label))
     title = "share of rows present, by age"

@@ -123,7 +123,7 @@ def _late_arrivals(doc: ReportDoc) -> list[str]:
         return []
     lines = ["", f"**Late arrivals** (by {late.unit}s after the partition's start):", ""]
     lines += [
-        "| age | partitions | rows | keys added | removed | changed | rows present by then |",
+        f"| age | partitions | rows | keys added | removed | changed | present by then, of those at {late.horizon} |",
         "|---|---|---|---|---|---|---|",
     ]
     for a in late.by_age:

@@ -79,9 +79,11 @@ verdict_history = Table(
     Column("partition_version", BigInteger),
     Column("live_version", BigInteger),
     Column("validated_at", DateTime(timezone=True), nullable=False, index=True),
-    # The instant the validation saw the data (the clock, or SHADOW_BACKFILL_NOW when pinned):
-    # a partition's age at each validation, for the late-arrival view (null: stored before it).
+    # The instant the validation saw the data (the clock, or SHADOW_BACKFILL_NOW when pinned),
+    # and the partition's age then in its own periods (`windows.partition_age`), for the
+    # late-arrival view (null: stored before either was kept).
     Column("observed_at", DateTime(timezone=True)),
+    Column("age", Integer),
 )
 
 promotions = Table(

@@ -33,6 +33,7 @@ class VerdictRecord:
     validation_id: str | None = None
     validated_at: dt.datetime | None = None  # set by the store when saved
     observed_at: dt.datetime | None = None  # when the data was seen (history only: late arrivals)
+    age: int | None = None  # the partition's age then, in its periods (history only)
 
     @property
     def reasons(self) -> list[Check]:
@@ -68,21 +69,21 @@ class VerdictStore(Db):
         update_cols = {c: stmt.excluded[c] for c in values[0] if c not in ("shadow_table", "partition")}
         with self._begin() as c:
             c.execute(stmt.on_conflict_do_update(index_elements=["shadow_table", "partition"], set_=update_cols))
-            self._add_history(c, shadow_table, values, [r.observed_at for r in records], keep_days)
+            self._add_history(c, shadow_table, values, [(r.observed_at, r.age) for r in records], keep_days)
 
     def _add_history(
         self,
         c: Connection,
         shadow_table: str,
         values: list[dict[str, Any]],
-        observed: list[dt.datetime | None],
+        observed: list[tuple[dt.datetime | None, int | None]],
         keep_days: int | None,
     ) -> None:
         """The same rows, kept per validation, without the values of the data (samples,
         histograms, categories, extremes: `_numbers_only`); then the rows older than `keep_days`
         pruned, in the verdicts' transaction."""
         rows = []
-        for v, seen in zip(values, observed, strict=True):
+        for v, (seen, age) in zip(values, observed, strict=True):
             metrics = _numbers_only(json.loads(v["metrics"]))
             rows.append(
                 {
@@ -92,6 +93,7 @@ class VerdictStore(Db):
                     "metrics": json.dumps(metrics, default=str),
                     "validated_at": v["validated_at"],
                     "observed_at": seen.astimezone(dt.timezone.utc) if seen is not None else None,
+                    "age": age,
                 }
             )
         stmt = upsert(self.engine, verdict_history).values(rows)
@@ -156,7 +158,8 @@ def _record(r: Any, checks: Sequence[Check] = ()) -> VerdictRecord:
         live_version=r["live_version"],
         validation_id=r["validation_id"],
         validated_at=aware(r["validated_at"]),
-        observed_at=aware(r.get("observed_at")),  # only the history has it (and not an older one's)
+        observed_at=aware(r.get("observed_at")),  # only the history has these (not an older one's)
+        age=r.get("age"),
     )
 
 

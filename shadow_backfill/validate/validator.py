@@ -6,9 +6,10 @@ are stored with each verdict, so a later promotion can tell whether anything cha
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,7 @@ from shadow_backfill.errors import ConfigError, TableNotFoundError, UsageError
 from shadow_backfill.progress import NO_PROGRESS, Progress
 from shadow_backfill.results import ValidationResult
 from shadow_backfill.schema import check_declared_changes
-from shadow_backfill.state import VerdictRecord
+from shadow_backfill.state import PartitionRecord, VerdictRecord
 from shadow_backfill.table import TableContext
 from shadow_backfill.validate.consistency import judge_range
 from shadow_backfill.validate.downstream import LoadedQuery, judge_query, load_queries
@@ -33,7 +34,7 @@ from shadow_backfill.validate.measure.fast import FastMeasurer
 from shadow_backfill.validate.measure.profile_job import decile_every
 from shadow_backfill.validate.suites import Suite, check_columns, load_suites
 from shadow_backfill.vocabulary import CheckStatus, PartitionStatus, worst
-from shadow_backfill.windows import current_time, time_zone
+from shadow_backfill.windows import current_time, partition_age, time_zone
 
 
 @dataclass
@@ -62,7 +63,7 @@ class Validator:
         cfg = self.table.config
         step = progress.step("validate")
         started = time.monotonic()
-        observed = current_time(time_zone(cfg.time_zone))  # the partitions' age: late arrivals
+        observed = current_time(time_zone(cfg.time_zone))  # when the data was read: late arrivals
         suites = load_suites(cfg) if suites is None else suites
         queries = load_queries(cfg)
         for table in (cfg.live_table, cfg.shadow):
@@ -113,25 +114,32 @@ class Validator:
         result.seconds = time.monotonic() - started
 
         self.table.store.save_verdicts(
-            cfg.shadow,
-            [
-                VerdictRecord(
-                    v.partition,
-                    v.verdict,
-                    v.checks,
-                    v.metrics,
-                    shadow_version=shadow_version,
-                    partition_version=records[v.partition].shadow_version if v.partition in records else None,
-                    live_version=live_version,
-                    validation_id=result.validation_id,
-                    observed_at=observed,
-                )
-                for v in result.verdicts
-            ],
-            keep_days=cfg.state.metric_history_days,
+            cfg.shadow, self._records(result, records, observed), keep_days=cfg.state.metric_history_days
         )
         step.done()
         return result
+
+    def _records(
+        self, result: ValidationResult, written: Mapping[str, PartitionRecord], observed: dt.datetime
+    ) -> list[VerdictRecord]:
+        """The verdicts as the store keeps them: bound to the versions judged, and placed by
+        when the data was read and each partition's age then (the late-arrival view's)."""
+        cfg, scheme = self.table.config, self.table.scheme
+        return [
+            VerdictRecord(
+                v.partition,
+                v.verdict,
+                v.checks,
+                v.metrics,
+                shadow_version=result.shadow_version,
+                partition_version=written[v.partition].shadow_version if v.partition in written else None,
+                live_version=result.live_version,
+                validation_id=result.validation_id,
+                observed_at=observed,
+                age=partition_age(scheme, cfg.time_zone, v.partition, observed),
+            )
+            for v in result.verdicts
+        ]
 
     def _downstream(self, queries: list[LoadedQuery], verdicts: list[PartitionVerdict], shadow: Any, live: Any) -> None:
         """The consumers' queries on each written partition, on the versions judged: each adds

@@ -108,7 +108,8 @@ def test_three_nights_of_late_rows_give_the_late_arrival_view(
         (a["label"], a["partitions"], a["shadow_rows"], a["added"], a["removed"], a["changed"]) for a in late["by_age"]
     ]
     assert ages == [("D+2", 2, 12, 2, 0, 0), ("D+3", 3, 24, 7, 0, 3), ("D+4", 2, 18, 2, 0, 0)]
-    assert [a["present_share"] for a in late["by_age"]] == [pytest.approx(12 / 17), pytest.approx(16 / 18), None]
+    assert late["horizon"] == "D+4" and [a["compared"] for a in late["by_age"]] == [1, 2, 2]
+    assert [a["present_share"] for a in late["by_age"]] == [pytest.approx(6 / 9), pytest.approx(16 / 18), 1.0]
     points = {
         p["partition"]: [(x["label"], x["shadow_rows"], x["added"], x["changed"]) for x in p["points"]]
         for p in late["partitions"]
@@ -120,13 +121,20 @@ def test_three_nights_of_late_rows_give_the_late_arrival_view(
     }
 
     text = CliRunner().invoke(app, ["history", cfg, "--late-arrivals"])
-    assert text.exit_code == 0 and "70.6% of 2" in text.stdout, text.output
+    assert text.exit_code == 0 and "66.7% of 1" in text.stdout, text.output
+
+    # the last night again without --force: nothing is recomputed, the same data validated
+    # again is no new point (it would read as "no rows came late by D+5")
+    again = CliRunner().invoke(app, ["backfill", cfg, "--last", "3", "--lag", "1d"])
+    assert again.exit_code == 0, again.output
+    shown = CliRunner().invoke(app, ["history", cfg, "--late-arrivals", "--json"])
+    assert published(shown.stdout, "late-arrivals.schema.json")["late_arrivals"] == late
     out = tmp_path / "report"
     assert CliRunner().invoke(app, ["report", cfg, "--report", str(out)]).exit_code == 0
     report = published((out / "report.json").read_text(), "report.schema.json")
     assert report["late_arrivals"] == late
     assert (
-        "<td>D+3</td><td>3</td><td>24</td><td>7</td><td>0</td><td>3</td><td>88.9% (of 2 seen later)</td>"
+        "<td>D+3</td><td>3</td><td>24</td><td>7</td><td>0</td><td>3</td><td>88.9% of 2</td>"
         in (out / "report.html").read_text()
     )
-    assert "| D+4 | 2 | 18 | 2 | 0 | 0 |  |" in (out / "report.md").read_text()
+    assert "| D+4 | 2 | 18 | 2 | 0 | 0 | 100.0% of 2 |" in (out / "report.md").read_text()
