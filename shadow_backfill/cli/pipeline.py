@@ -14,12 +14,14 @@ from shadow_backfill import command_result
 from shadow_backfill.cli import spelling, telling
 from shadow_backfill.cli.consoles import out
 from shadow_backfill.cli.job import ApprovedOption, ByOption, Job, QuietOption, ReasonOption, job_options
+from shadow_backfill.cli.measured import late_doc
 from shadow_backfill.cli.notify import NotifyDryRunOption, send_sample
 from shadow_backfill.cli.output import EXIT_HELD, commands, end, split_partitions
 from shadow_backfill.cli.progress import progress_bars
 from shadow_backfill.cli.render import members, pipeline_summary, run_summary, verdict_table
 from shadow_backfill.cli.selection import Asked, selection_options
 from shadow_backfill.cli.views import view
+from shadow_backfill.documents.pipeline import PipelineLateArrivalsDoc
 from shadow_backfill.errors import UsageError
 from shadow_backfill.pipeline.preflight import check_layers
 from shadow_backfill.pipeline.spec import load_pipeline
@@ -259,10 +261,19 @@ def rollback(
 
 
 @command
-def history(pipeline: Path = PipelineArg, as_json: bool = JsonOption) -> None:
-    """The pipeline's promotions and rollbacks of the set, oldest first (no Spark)."""
-    recs = open_pipeline(pipeline).history()
-    view(as_json).pipeline_history(recs)
+def history(
+    pipeline: Path = PipelineArg,
+    as_json: bool = JsonOption,
+    late: bool = typer.Option(False, "--late-arrivals", help="Each layer's rows against live by partition age."),
+) -> None:
+    """The pipeline's promotions and rollbacks of the set, oldest first, or each layer's
+    late-arrival view (no Spark)."""
+    p = open_pipeline(pipeline)
+    if late:
+        layers = {key: late_doc(bf) for key, bf in p.layers.items()}
+        view(as_json).pipeline_late_arrivals(PipelineLateArrivalsDoc(pipeline=p.file.name, layers=layers))
+        return
+    view(as_json).pipeline_history(p.history())
 
 
 @command

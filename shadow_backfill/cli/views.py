@@ -22,7 +22,7 @@ from shadow_backfill.cli.render import (
 )
 from shadow_backfill.documents import dump
 from shadow_backfill.documents.cli import HistoryDoc, LateArrivalHistoryDoc, MetricHistoryDoc, StatusDoc
-from shadow_backfill.documents.pipeline import PipelineHistoryDoc, PipelinePlanDoc
+from shadow_backfill.documents.pipeline import PipelineHistoryDoc, PipelineLateArrivalsDoc, PipelinePlanDoc
 
 if TYPE_CHECKING:
     from shadow_backfill.documents.suggest import SuggestionDoc
@@ -41,6 +41,7 @@ class View(Protocol):
     def suggestion(self, doc: SuggestionDoc) -> None: ...
     def metric_history(self, doc: MetricHistoryDoc) -> None: ...
     def late_arrivals(self, doc: LateArrivalHistoryDoc) -> None: ...
+    def pipeline_late_arrivals(self, doc: PipelineLateArrivalsDoc) -> None: ...
 
 
 class TextView:
@@ -85,6 +86,11 @@ class TextView:
             return
         out.print(arrivals_table(doc))
 
+    def pipeline_late_arrivals(self, doc: PipelineLateArrivalsDoc) -> None:
+        for layer, view in doc.layers.items():
+            out.print(f"{layer}:", markup=False)
+            self.late_arrivals(view)
+
 
 class JsonView:
     """One JSON document on stdout and nothing else, each with a published schema
@@ -118,6 +124,9 @@ class JsonView:
         sys.stdout.write(dump(doc))
 
     def late_arrivals(self, doc: LateArrivalHistoryDoc) -> None:
+        sys.stdout.write(dump(doc))
+
+    def pipeline_late_arrivals(self, doc: PipelineLateArrivalsDoc) -> None:
         sys.stdout.write(dump(doc))
 
 

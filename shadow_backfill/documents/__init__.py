@@ -31,7 +31,12 @@ from shadow_backfill.documents.cli import (
 )
 from shadow_backfill.documents.command import CommandDoc
 from shadow_backfill.documents.lineage import ShadowBackfillFacetDoc
-from shadow_backfill.documents.pipeline import PipelineDoc, PipelineHistoryDoc, PipelinePlanDoc
+from shadow_backfill.documents.pipeline import (
+    PipelineDoc,
+    PipelineHistoryDoc,
+    PipelineLateArrivalsDoc,
+    PipelinePlanDoc,
+)
 from shadow_backfill.documents.suggest import SuggestionDoc
 from shadow_backfill.documents.task import TaskSummaryDoc
 
@@ -51,6 +56,10 @@ PUBLISHED: dict[str, tuple[type[BaseModel], str]] = {
     "suggest.schema.json": (SuggestionDoc, "shadow-backfill suggest --json"),
     "metric-history.schema.json": (MetricHistoryDoc, "shadow-backfill history --partition P --metrics --json"),
     "late-arrivals.schema.json": (LateArrivalHistoryDoc, "shadow-backfill history --late-arrivals --json"),
+    "pipeline-late-arrivals.schema.json": (
+        PipelineLateArrivalsDoc,
+        "shadow-backfill pipeline history --late-arrivals --json",
+    ),
 }
 
 

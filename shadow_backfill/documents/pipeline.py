@@ -1,5 +1,6 @@
 """The pipeline's documents: `pipeline.json` (which `pipeline status --json` prints too), the
-layers' plans of `pipeline ... --dry-run --json`, and `pipeline history --json`.
+layers' plans of `pipeline ... --dry-run --json`, `pipeline history --json` and its
+`--late-arrivals` view.
 
 As in `documents.cli`, the models are the contract: field order is the order scripts read, the
 writers build a model and dump it, and the published schemas are generated from these classes.
@@ -11,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
-from shadow_backfill.documents.cli import TIME, RunPlanDoc
+from shadow_backfill.documents.cli import TIME, LateArrivalHistoryDoc, RunPlanDoc
 from shadow_backfill.vocabulary import CheckStatus
 
 PIPELINE_SCHEMA_VERSION: Literal[1] = 1
@@ -90,3 +91,11 @@ class PipelineHistoryDoc(RootModel[list[PipelineHistoryEntryDoc]]):
     """`pipeline history --json`: the pipeline's promotions and rollbacks, oldest first."""
 
     model_config = ConfigDict(frozen=True)
+
+
+class PipelineLateArrivalsDoc(_Out):
+    """`pipeline history --late-arrivals --json`: each layer's late-arrival view, upstream first
+    (a layer's rows arrive late as its upstream's do, or later)."""
+
+    pipeline: str
+    layers: dict[str, LateArrivalHistoryDoc] = Field(description="layer -> its view, in the pipeline's order")

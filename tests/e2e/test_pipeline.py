@@ -151,8 +151,11 @@ def test_the_cli_runs_a_pipeline_whose_sql_layer_reads_a_view(make_backfill: Mak
     assert all(len(p["recompute"]) == 10 and p["skip"] == [] for p in layer_plans.values())
     assert not layers["raw"].table_format.exists(layers["raw"].shadow_table), "a dry run creates no shadow"
 
+    first_night = {"SHADOW_BACKFILL_NOW": "2024-01-11T03:00Z"}  # when the data is read: its age
     done = cli.invoke(
-        app, ["pipeline", "backfill", path, "--start", START, "--end", END, "--report", str(tmp_path / "r")]
+        app,
+        ["pipeline", "backfill", path, "--start", START, "--end", END, "--report", str(tmp_path / "r")],
+        env=first_night,
     )
     assert done.exit_code == 1, done.output  # the day broken in staging fails the pipeline
     assert f"features: {STAGING_BROKEN} not recomputed: upstream staging did not pass (fail)" in done.output
@@ -184,6 +187,23 @@ def test_the_cli_runs_a_pipeline_whose_sql_layer_reads_a_view(make_backfill: Mak
     assert undo.exit_code == 0 and f"undid {history[0]['id']}" in undo.output, undo.output
     again = cli.invoke(app, ["pipeline", "rollback", path, "--promotion", history[0]["id"]])
     assert again.exit_code == 1 and "already rolled back" in again.output
+
+    # the next night, a forced window: 2024-01-09 and 2024-01-10 read again, a day older, in
+    # every layer (the validation above read no new data: no point of its own)
+    forced = ["pipeline", "backfill", path, "--last", "2", "--lag", "1d", "--force"]
+    ran = cli.invoke(app, forced, env={"SHADOW_BACKFILL_NOW": "2024-01-12T03:00Z"})
+    assert ran.exit_code == 0, ran.output
+    shown = cli.invoke(app, ["pipeline", "history", path, "--late-arrivals", "--json"])
+    assert shown.exit_code == 0, shown.output
+    late = published(shown.stdout, "pipeline-late-arrivals.schema.json")["layers"]
+    assert list(late) == ["raw", "staging", "features"]
+    for layer in late.values():
+        points = [(p["partition"], [x["label"] for x in p["points"]]) for p in layer["late_arrivals"]["partitions"]]
+        assert points == [("2024-01-09", ["D+2", "D+3"]), ("2024-01-10", ["D+1", "D+2"])]
+        assert [a["present_share"] for a in layer["late_arrivals"]["by_age"]] == [None, 1.0, 1.0]
+    text = cli.invoke(app, ["pipeline", "history", path, "--late-arrivals"], env={"COLUMNS": "200"})
+    assert text.exit_code == 0 and "features:" in text.stdout and "100.0% of 1" in text.stdout, text.output
+    assert text.stdout.count("present by then, of D+3") == 3, text.stdout
 
 
 def test_a_later_layers_missing_live_table_is_found_before_any_layer_runs(
