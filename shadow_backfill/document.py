@@ -272,6 +272,13 @@ class ArrivalAgeDoc(_Doc):
     )
     compared: int = Field(description="the partitions present_share is over")
 
+    def cells(self) -> list[str]:
+        """This age as the text, HTML and Markdown tables print it: label, counts (empty where
+        not known), and the present share with the partitions it is over."""
+        counts = [self.partitions, self.shadow_rows, self.added, self.removed, self.changed]
+        share = "" if self.present_share is None else f"{self.present_share:.1%} of {self.compared}"
+        return [self.label, *("" if c is None else str(c) for c in counts), share]
+
 
 class LateArrivalDoc(_Doc):
     """The late-arrival view of a nightly window: each re-validated partition's rows against

@@ -197,12 +197,18 @@ def _exists(local: dt.datetime, zone: ZoneInfo) -> bool:
     return there.astimezone(_UTC).astimezone(zone).replace(tzinfo=None) == local
 
 
+def periods_zone(scheme: PartitionScheme, zone_name: str) -> ZoneInfo:
+    """The zone a scheme's periods are wall-clock periods of: the config's `time_zone`, but UTC
+    for a timestamp column (its keys are UTC periods: `PartitionScheme.key_column`)."""
+    return time_zone("UTC") if scheme.ranged else time_zone(zone_name)
+
+
 def partition_age(scheme: PartitionScheme, zone_name: str, key: str, observed: dt.datetime) -> int:
     """Whole periods from a partition's start to `observed`, in the zone its periods are of (as
     `last_window` counts them: a timestamp column's are UTC): a day counts calendar days (D+1 is
     any time of the next day), a month calendar months, an hour elapsed hours (across a DST
     change too). Negative for a partition seen before it began (a clock set wrong)."""
-    zone = time_zone("UTC") if scheme.ranged else time_zone(zone_name)
+    zone = periods_zone(scheme, zone_name)
     start, seen = scheme.parse_key(key), observed.astimezone(zone)
     if scheme.granularity == "daily":
         return (seen.date() - start.date()).days
@@ -219,7 +225,7 @@ def last_window(
     it) - `lag`, counted in the config's time zone `zone_name`; a timestamp partition column's
     periods are UTC. `scheme` is the one read from live (its granularity and column type)."""
     configured = time_zone(zone_name)
-    zone = time_zone("UTC") if scheme.ranged else configured
+    zone = periods_zone(scheme, zone_name)
     now = window_time(configured, as_of)  # a time without an offset is one of the time zone
     delay = parse_duration(lag, "--lag") if isinstance(lag, str) else lag
     periods = last_periods(scheme.granularity, last, complete_before(now, delay), zone)

@@ -71,14 +71,8 @@ def arrivals_table(doc: LateArrivalHistoryDoc) -> Table:
     for name in ("age", "partitions", "rows", "added", "removed", "changed", f"present by then, of {late.horizon}"):
         table.add_column(name, justify="left" if name == "age" else "right")
     for a in late.by_age:
-        share = "" if a.present_share is None else f"{a.present_share:.1%} of {a.compared}"
-        cells = [a.label, str(a.partitions), str(a.shadow_rows), _shown(a.added), _shown(a.removed), _shown(a.changed)]
-        table.add_row(*[Text(x) for x in [*cells, share]])
+        table.add_row(*[Text(x) for x in a.cells()])
     return table
-
-
-def _shown(x: int | None) -> str:
-    return "" if x is None else str(x)
 
 
 def late_doc(bf: Backfill) -> LateArrivalHistoryDoc:

@@ -22,37 +22,23 @@ def late_view(doc: LateArrivalDoc | None) -> dict[str, Any] | None:
     return {
         "unit": doc.unit,
         "head": [*AGE_HEAD, f"rows present by then, of those at {doc.horizon}"],
-        "rows": [_age_row(a) for a in doc.by_age],
+        "rows": [a.cells() for a in doc.by_age],
         "partition_head": ["partition", *(a.label for a in doc.by_age)],
-        "partition_rows": [
-            [part.partition, *(_cell({p.age: p for p in part.points}.get(at)) for at in ages)]
-            for part in doc.partitions
-        ],
+        "partition_rows": [_partition_row(part.partition, part.points, ages) for part in doc.partitions],
         "chart": share_chart(doc.by_age),
     }
 
 
-def _shown(x: int | None) -> str:
-    return "" if x is None else str(x)
+def _partition_row(partition: str, points: Sequence[ArrivalPointDoc], ages: Sequence[int]) -> list[str]:
+    """A partition across the ages: at each, its rows and what live lacked or held otherwise
+    then (empty where it was not read at that age)."""
+    at = {p.age: p for p in points}
+    return [partition, *(_cell(at[age]) if age in at else "" for age in ages)]
 
 
-def _share(a: ArrivalAgeDoc) -> str:
-    if a.present_share is None:
-        return ""
-    return f"{a.present_share:.1%} of {a.compared}"
-
-
-def _age_row(a: ArrivalAgeDoc) -> list[str]:
-    counts = [str(a.partitions), str(a.shadow_rows), _shown(a.added), _shown(a.removed), _shown(a.changed)]
-    return [a.label, *counts, _share(a)]
-
-
-def _cell(p: ArrivalPointDoc | None) -> str:
-    """A partition at one age: its rows, and what live lacked or held otherwise then."""
-    if p is None:
-        return ""
+def _cell(p: ArrivalPointDoc) -> str:
     keys = "" if p.added is None else f" (+{p.added} −{p.removed} ~{p.changed})"
-    return f"{_shown(p.shadow_rows)}{keys}"
+    return f"{'' if p.shadow_rows is None else p.shadow_rows}{keys}"
 
 
 def share_chart(ages: Sequence[ArrivalAgeDoc]) -> dict[str, Any]:
@@ -66,7 +52,7 @@ def share_chart(ages: Sequence[ArrivalAgeDoc]) -> dict[str, Any]:
         x = 30 + i * slot
         if a.present_share is not None:
             h = a.present_share / top * height
-            items.append(Bar(x, f"{height - h:.1f}", "30", f"{h:.1f}", SHARE, f"{a.label}: {_share(a)}"))
+            items.append(Bar(x, f"{height - h:.1f}", "30", f"{h:.1f}", SHARE, f"{a.label}: {a.cells()[-1]}"))
         items.append(Text(x + 4, height + 14, 10, a.label))
     title = "share of rows present, by age"
     return {"title": title, "label": title, "width": width, "height": height + 20, "shapes": items, "axis": height}

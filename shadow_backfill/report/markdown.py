@@ -126,10 +126,7 @@ def _late_arrivals(doc: ReportDoc) -> list[str]:
         f"| age | partitions | rows | keys added | removed | changed | present by then, of those at {late.horizon} |",
         "|---|---|---|---|---|---|---|",
     ]
-    for a in late.by_age:
-        share = "" if a.present_share is None else f"{a.present_share:.1%} of {a.compared}"
-        counts = [a.partitions, a.shadow_rows, a.added, a.removed, a.changed]
-        lines.append(f"| {a.label} | " + " | ".join("" if c is None else str(c) for c in counts) + f" | {share} |")
+    lines += ["| " + " | ".join(a.cells()) + " |" for a in late.by_age]
     return lines
 
 
