@@ -21,6 +21,7 @@ from shadow_backfill.validate.measure.capabilities import engine_capabilities
 from shadow_backfill.validate.measure.facts_job import facts_frame
 from shadow_backfill.validate.measure.facts_spec import edges_frame, fact_list
 from shadow_backfill.validate.measure.fast import FastMeasurer
+from shadow_backfill.validate.measure.live_grid import ACCURACY, STEPS
 from shadow_backfill.validate.measure.plan import PARTITION_COLUMN
 from shadow_backfill.validate.measure.reference import ReferenceMeasurer
 
@@ -81,3 +82,24 @@ def test_with_live_sketched_no_row_is_read_to_bin(spark: Any) -> None:
         return re.search(r"__b\d+_\d+_shadow", str(df._jdf.queryExecution().optimizedPlan().toString())) is not None
 
     assert row_bins({}) and not row_bins({t: {"x": (1.0,) * 10} for t in texts})
+
+
+def test_without_a_sketch_the_percentile_grid_gives_live_s_histogram(spark: Any) -> None:
+    """Where the engine has no KLL sketch (Spark 3.5), the profile's percentiles come as a grid
+    (`measure/live_grid.py`) that gives live's histogram too: exact at `STEPS` values, within
+    half a grid step and percentile_approx's error above; on Spark 4.1 the sketch gives it.
+    Either way no live row is read again to count it."""
+    table = _table(spark).localCheckpoint()
+    measurer = FastMeasurer(table, table, partition="ds", keys=["id"], max_categories=5)
+    texts = [str(SMALL), str(LARGE)]
+    fast = measurer.run(texts)
+    assert measurer.live_counted and measurer.grouped == [] and measurer.sketched == SKETCHING
+    edges = {t: {"x": list(fast[t].columns["x"].histogram.edges)} for t in texts}  # type: ignore[union-attr]
+    exact = ReferenceMeasurer("ds", ["id"], max_categories=5).measure(table, table, texts, edges=edges)
+    assert fast[str(SMALL)].columns["x"].histogram == exact[str(SMALL)].columns["x"].histogram
+    large, large_exact = (p[str(LARGE)].columns["x"].histogram for p in (fast, exact))
+    assert large is not None and large_exact is not None and sum(large.live) == sum(large_exact.live)
+    bound = RANK_ERROR if SKETCHING else 0.5 / STEPS + 1 / ACCURACY + 1 / sum(large.live)
+    for j in range(len(large.live)):
+        shares = [sum(h.live[: j + 1]) / sum(h.live) for h in (large, large_exact)]
+        assert abs(shares[0] - shares[1]) <= bound, (j, shares)

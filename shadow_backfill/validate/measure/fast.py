@@ -82,6 +82,7 @@ class FastMeasurer:
         self.grouped: list[str] = []  # the columns the last run's key grouping carried
         self.mirrored: frozenset[str] = frozenset()  # the partitions it read shadow's rows only of
         self.sketched = False  # whether the last run read live's histograms off KLL sketches
+        self.live_counted = False  # whether they came with the profile (a sketch or `live_grid`)
 
     def run(self, partition_texts: Sequence[str]) -> dict[str, PartitionProfile]:
         profiles = {t: PartitionProfile(t) for t in partition_texts}
@@ -98,6 +99,7 @@ class FastMeasurer:
         sketched = profiled.live_counts if keys else {}  # without keys every row is counted anyway
         facts = replace(self.facts, compared=grouped, agreed=agreed, mirrored=mirrored, live_counts=sketched)
         self.sketched = profiled.sketched
+        self.live_counted = bool(sketched)
         every = 1 if profiled.sketched else self.decile_every
         self.jobs += run_facts(self.union, facts, profiled.edges, profiles, every)
         unchanged = [c for c in self.facts.compared if c not in grouped]

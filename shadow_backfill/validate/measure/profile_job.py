@@ -18,8 +18,8 @@ from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
 from shadow_backfill.config.validation import EXACT, Tolerance
-from shadow_backfill.validate.measure import fingerprints, live_sketch
-from shadow_backfill.validate.measure.bins import QUANTILES, sketches_fit
+from shadow_backfill.validate.measure import fingerprints, live_grid, live_sketch
+from shadow_backfill.validate.measure.bins import QUANTILES, sketches_fit, thresholds
 from shadow_backfill.validate.measure.capabilities import engine_capabilities
 from shadow_backfill.validate.measure.fingerprints import Fingerprints
 from shadow_backfill.validate.measure.plan import PARTITION_COLUMN, SHADOW_FLAG, as_text, is_side, side_name
@@ -41,13 +41,15 @@ class Sketching:
 @dataclass
 class Profiled:
     """What the profile job tells the facts job: live's deciles, the fingerprints and, where
-    the engine sketched live (`sketched`), live's histogram on the deciles (`live_counts`), so
-    the facts job need not read live's rows to count it."""
+    the engine sketched live (`sketched`) or live's percentiles came as a grid (`grids`:
+    `live_grid.py`), live's histogram on the deciles (`live_counts`), so the facts job need not
+    read live's rows to count it."""
 
     edges: Edges
     prints: Fingerprints
     sketch: Sketching | None = None
     live_counts: LiveCounts = field(default_factory=dict)
+    grids: dict[tuple[str, str], tuple[list[float], int]] = field(default_factory=dict)
 
     @property
     def sketched(self) -> bool:
@@ -68,7 +70,9 @@ def decile_every(live_rows: Iterable[int]) -> int:
     return max(1, smallest // DECILE_SAMPLE)
 
 
-def _live_deciles(x: Column, *, array_form: bool) -> Column:
+def _live_deciles(x: Column, *, array_form: bool, grid: bool) -> Column:
+    if grid:  # array_form too: the scalar form would sort once per percentage
+        return F.percentile_approx(x, live_grid.GRID, live_grid.ACCURACY)
     if array_form:
         return F.percentile_approx(x, QUANTILES, 10000)
     return F.array(*[F.percentile_approx(x, q, 10000) for q in QUANTILES])
@@ -102,7 +106,13 @@ def _live_rows(union: DataFrame, every: int, sample_by: Sequence[str]) -> DataFr
 
 
 def _collect(
-    union: DataFrame, plan: ColumnPlan, aggs: list[Column], every: int, keys: Sequence[str], sketch: Sketching | None
+    union: DataFrame,
+    plan: ColumnPlan,
+    aggs: list[Column],
+    every: int,
+    keys: Sequence[str],
+    sketch: Sketching | None,
+    grid: bool = False,
 ) -> list[Row]:
     """Run the aggregation and, in the same job, the live deciles in an aggregation of their
     own: `percentile_approx` and the KLL sketch are object aggregates, and inside the one
@@ -111,7 +121,8 @@ def _collect(
     with the sketches, 10.5 s against 7.1 s apart). Where the engine sketches (`sketch`),
     every live row goes into the sketch, which also gives live's histogram; else the
     deciles come from every `every`-th row, as one array when the engine can (one sort per
-    column instead of nine: `engine_capabilities`)."""
+    column instead of nine: `engine_capabilities`), and with `grid` as 1,001 percentiles with
+    the sample's count of values (`live_grid.py`)."""
     profile = union.groupBy(PARTITION_COLUMN, SHADOW_FLAG).agg(*aggs)
     if not plan.numeric:
         return as_text(profile).collect()
@@ -120,8 +131,9 @@ def _collect(
     else:
         array_form = engine_capabilities(union.sparkSession).array_percentiles
         x = [F.col(c).cast("double") for c in plan.numeric]
-        deciles = [_live_deciles(c, array_form=array_form).alias(f"__q_{i}") for i, c in enumerate(x)]
-        live = _live_rows(union, every, keys).groupBy(PARTITION_COLUMN).agg(*deciles)
+        deciles = [_live_deciles(c, array_form=array_form, grid=grid).alias(f"__q_{i}") for i, c in enumerate(x)]
+        sampled = [F.count(c).alias(f"__qn_{i}") for i, c in enumerate(x)] if grid else []
+        live = _live_rows(union, every, keys).groupBy(PARTITION_COLUMN).agg(*deciles, *sampled)
     live = live.withColumn(SHADOW_FLAG, F.lit(False))
     return as_text(profile.unionByName(live, allowMissingColumns=True)).collect()
 
@@ -137,6 +149,9 @@ def _read_deciles(row: Row, plan: ColumnPlan, out: Profiled) -> None:
     for i, c in enumerate(plan.numeric):
         qs = row[f"__q_{i}"]
         if qs is not None and None not in qs:  # all-null live column: no bins to compare on
+            if len(qs) == len(live_grid.GRID):
+                out.grids[(text, c)] = ([float(q) for q in qs], int(row[f"__qn_{i}"]))
+                qs = live_grid.deciles(qs)
             out.edges.setdefault(text, {})[c] = [float(q) for q in qs]
 
 
@@ -182,15 +197,30 @@ def run_profile(
     live deciles per partition and numeric column for the facts job, from a sketch of every
     live row where the engine has one and the sketches fit the driver (`bins.sketches_fit`),
     else from every `every`-th live row (`decile_every`,
-    chosen by a hash of the `keys`); and with keys each side's fingerprints
-    (`fingerprints.py`), which tell the facts job what it need not group."""
+    chosen by a hash of the `keys`), with keys as a grid that also gives live's histogram
+    (`live_grid.py`); and with keys each side's fingerprints (`fingerprints.py`), which tell the
+    facts job what it need not group."""
     sketch = None
+    capable = engine_capabilities(union.sparkSession)
     fit = sketches_fit(len(profiles), len(plan.numeric))
-    if plan.numeric and fit and engine_capabilities(union.sparkSession).kll_sketches:
+    if plan.numeric and fit and capable.kll_sketches:
         sketch = Sketching(live_sketch.aggregations(plan.numeric), tolerance)
+    grid = bool(keys) and sketch is None and fit and capable.array_percentiles
     out = Profiled({}, Fingerprints(plan.compared, enabled=bool(keys)), sketch)
-    for row in _collect(union, plan, _aggregations(plan, extra_aggs, keys), every, keys, sketch):
+    for row in _collect(union, plan, _aggregations(plan, extra_aggs, keys), every, keys, sketch, grid):
         prof = profiles.get(row[PARTITION_COLUMN])
         if prof is not None:
             _read(row, prof, plan, extra_aggs, out)
+    _grid_counts(out, profiles, tolerance)
     return out
+
+
+def _grid_counts(out: Profiled, profiles: Mapping[str, PartitionProfile], tolerance: Tolerance) -> None:
+    """Live's histogram per partition and column from its percentile grid (`live_grid.py`),
+    scaled from the sample to live's values, which the profile's own row of live counted."""
+    for (text, c), (grid, sampled) in out.grids.items():
+        measured = profiles[text].columns.get(c)
+        live = measured.live if measured is not None else None
+        values = live.count if live is not None else 0
+        edges = thresholds(out.edges[text][c], tolerance)
+        out.live_counts.setdefault(text, {})[c] = live_grid.counts(grid, sampled, values, edges)
