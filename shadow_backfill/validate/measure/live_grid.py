@@ -21,6 +21,7 @@ the same copy, or where shadow has no rows. A changed column is counted exactly,
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 
@@ -30,15 +31,22 @@ GRID = [j / STEPS for j in range(STEPS + 1)]  # j / 1000 is the same float as i 
 DECILE_AT = [100 * i for i in range(1, 10)]  # the grid's indexes of QUANTILES
 
 
+def grid_sql() -> str:
+    """The grid as one SQL array of our own constants: built as 1,001 literal Columns it cost
+    4,000 calls into the JVM, 2.5-3 s of planning per validation (measured on PySpark 3.5)."""
+    return "array(" + ", ".join(f"{p!r}D" for p in GRID) + ")"
+
+
 def deciles(grid: Sequence[float]) -> list[float]:
     return [float(grid[j]) for j in DECILE_AT]
 
 
-def _at_or_below(value: float, threshold: float) -> bool:
-    """Spark's order: NaN above every number, and equal to NaN."""
-    if math.isnan(threshold):
-        return True
-    return not math.isnan(value) and value <= threshold
+def _numbers(grid: Sequence[float]) -> list[float]:
+    """The grid's values below its NaNs (Spark orders NaN above every number, so they close it)."""
+    out = [float(v) for v in grid]
+    while out and math.isnan(out[-1]):
+        out.pop()
+    return out
 
 
 def _rank(j: int, n: int) -> int:
@@ -50,11 +58,18 @@ def _rank(j: int, n: int) -> int:
 def count_at_or_below(grid: Sequence[float], n: int, threshold: float) -> float:
     """How many of the sample's n values lie at or below `threshold`: between the rank of the
     last grid value at or below it and one less than the rank of the next (equal, so exact,
-    while n <= STEPS), taken at the middle."""
-    below = [j for j, v in enumerate(grid) if _at_or_below(float(v), threshold)]
-    if not below:
+    while n <= STEPS), taken at the middle. A NaN threshold holds every value, as Spark
+    compares them."""
+    return _count(_numbers(grid), n, threshold)
+
+
+def _count(numbers: Sequence[float], n: int, threshold: float) -> float:
+    """`count_at_or_below` on the grid's numbers, found by bisection (the grid is ascending)."""
+    if math.isnan(threshold):
+        return float(n)
+    j = bisect.bisect_right(numbers, threshold) - 1
+    if j < 0:
         return 0.0
-    j = below[-1]
     if j == STEPS:
         return float(n)
     low, high = _rank(j, n), _rank(j + 1, n) - 1
@@ -68,6 +83,7 @@ def counts(grid: Sequence[float], sampled: int, values: int, thresholds: Sequenc
     if sampled <= 0:
         return tuple(0.0 for _ in range(len(thresholds) + 1))
     scale = values / sampled
-    at_or_below = [float(round(count_at_or_below(grid, sampled, t) * scale)) for t in thresholds]
+    numbers = _numbers(grid)
+    at_or_below = [float(round(_count(numbers, sampled, t) * scale)) for t in thresholds]
     at_or_below.append(float(values))
     return tuple([at_or_below[0]] + [at_or_below[k] - at_or_below[k - 1] for k in range(1, len(at_or_below))])

@@ -72,7 +72,7 @@ def decile_every(live_rows: Iterable[int]) -> int:
 
 def _live_deciles(x: Column, *, array_form: bool, grid: bool) -> Column:
     if grid:  # array_form too: the scalar form would sort once per percentage
-        return F.percentile_approx(x, live_grid.GRID, live_grid.ACCURACY)
+        return F.call_function("percentile_approx", x, F.expr(live_grid.grid_sql()), F.lit(live_grid.ACCURACY))
     if array_form:
         return F.percentile_approx(x, QUANTILES, 10000)
     return F.array(*[F.percentile_approx(x, q, 10000) for q in QUANTILES])
