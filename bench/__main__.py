@@ -1,4 +1,4 @@
-"""`python -m bench SCENARIO [options]`; scenarios: recompute, validate, promote, memory, gate, scale, quickstart, all.
+"""`python -m bench SCENARIO [options]`; scenarios: recompute, validate, promote, memory, budget, gate, scale, quickstart, all.
 
 `all` runs every scenario (each in a fresh process: each needs its own Spark session), then
 prints every target with its measured ratio from the JSON results in bench/results/."""
@@ -33,6 +33,7 @@ def main(argv: list[str]) -> int:
         "validate": "bench.validate_bench",
         "promote": "bench.promote_bench",
         "memory": "bench.memory_bench",
+        "budget": "bench.budget_bench",
         "gate": "bench.gate_noise_bench",
         "scale": "bench.scale_bench",
         "quickstart": "bench.quickstart_bench",

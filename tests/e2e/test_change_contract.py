@@ -267,7 +267,7 @@ def test_a_value_s_bin_is_the_number_of_thresholds_it_lies_above(spark: Any) -> 
     names = [_threshold(0, j) for j in range(len(thresholds))]
     rows = [(v, *thresholds) for v in [*values, float("nan"), None]]
     df = spark.createDataFrame(rows, "v double, " + ", ".join(f"{n} double" for n in names))
-    got = [r["b"] for r in df.select(bin_of(0, F.col("v")).alias("b")).collect()]
+    got = [r["b"] for r in df.select(bin_of(0, "v").alias("b")).collect()]
     assert got == [sum(v > q for q in thresholds) for v in values] + [len(thresholds), None]
 
 

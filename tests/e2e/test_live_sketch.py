@@ -16,7 +16,6 @@ import pyspark
 import pytest
 from pyspark.sql import functions as F
 
-from shadow_backfill.validate.measure import live_grid
 from shadow_backfill.validate.measure.bins import RANK_ERROR, K
 from shadow_backfill.validate.measure.capabilities import engine_capabilities
 from shadow_backfill.validate.measure.facts_job import facts_frame
@@ -104,26 +103,3 @@ def test_without_a_sketch_the_percentile_grid_gives_live_s_histogram(spark: Any)
     for j in range(len(large.live)):
         shares = [sum(h.live[: j + 1]) / sum(h.live) for h in (large, large_exact)]
         assert abs(shares[0] - shares[1]) <= bound, (j, shares)
-
-
-def _jvm_calls(spark: Any, build: Any) -> int:
-    """How many calls into the JVM building a Column takes."""
-    client = spark.sparkContext._gateway._gateway_client
-    calls = []
-    real = client.send_command
-    client.send_command = lambda *a, **k: (calls.append(1), real(*a, **k))[1]
-    try:
-        build()
-    finally:
-        del client.send_command
-    return len(calls)
-
-
-def test_the_grid_is_one_sql_constant_not_a_thousand_literals(spark: Any) -> None:
-    """`live_grid.grid_sql`: the 1,001 percentages as one SQL array, planned in a few calls into
-    the JVM where a Column per literal takes thousands (seconds of every validation's
-    planning); and Spark reads it as the very same floats."""
-    assert _jvm_calls(spark, lambda: F.expr(live_grid.grid_sql())) < 20
-    assert _jvm_calls(spark, lambda: F.array(*[F.lit(p) for p in live_grid.GRID])) > 1000
-    (values,) = spark.range(1).select(F.expr(live_grid.grid_sql())).first()
-    assert list(values) == live_grid.GRID

@@ -1,8 +1,10 @@
-"""The facts job's speed tricks still do what their docstrings say, read from Spark's query plan:
-each test plans the job with the trick and with the trick taken out, and fails when the trick no
-longer saves a grouping of the rows by key (a Spark upgrade that plans differently), so a trick
-that stopped paying is seen and removed rather than kept as unexplained code. Classic Spark only:
-its plan is what can be read, and the tricks were measured there."""
+"""The measuring jobs' speed tricks still do what their docstrings say. The tricks in the plan
+are read from Spark's query plan: each test plans the job with the trick and with the trick taken
+out, and fails when the trick no longer saves a grouping of the rows by key (a Spark upgrade that
+plans differently), so a trick that stopped paying is seen and removed rather than kept as
+unexplained code. The tricks in building the plan are read from the calls into the JVM they take,
+against the plain way's. Classic Spark only: its plan is what can be read, and the tricks were
+measured there."""
 
 from __future__ import annotations
 
@@ -15,9 +17,9 @@ import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from shadow_backfill.validate.measure import key_facts, sample_cut
+from shadow_backfill.validate.measure import key_facts, live_grid, sample_cut
 from shadow_backfill.validate.measure.facts_job import facts_frame
-from shadow_backfill.validate.measure.facts_spec import edges_frame, fact_list
+from shadow_backfill.validate.measure.facts_spec import _threshold, bin_of, edges_frame, fact_list
 from shadow_backfill.validate.measure.fast import FastMeasurer
 from shadow_backfill.validate.measure.plan import PARTITION_COLUMN
 from shadow_backfill.validate.measure.profile_job import run_profile
@@ -82,3 +84,41 @@ def test_the_sample_cut_reads_the_counts_whole_so_they_are_shared(
     assert _groupings(shuffles, cut)[BY_PARTITION] == 1
     monkeypatch.setattr(sample_cut, "read_whole", lambda counts: counts)
     assert _groupings(shuffles, cut)[BY_PARTITION] == 2, "without the trick Spark still shares: remove it"
+
+
+def _jvm_calls(spark: Any, build: Any) -> int:
+    """How many calls into the JVM building a Column takes."""
+    client = spark.sparkContext._gateway._gateway_client
+    calls = []
+    real = client.send_command
+    client.send_command = lambda *a, **k: (calls.append(1), real(*a, **k))[1]
+    try:
+        build()
+    finally:
+        del client.send_command
+    return len(calls)
+
+
+def test_the_grid_is_one_sql_constant_not_a_thousand_literals(spark: Any) -> None:
+    """`live_grid.grid_sql`: the 1,001 percentages as one SQL array, planned in a few calls into
+    the JVM where a Column per literal takes thousands (seconds of every validation's
+    planning); and Spark reads it as the very same floats."""
+    assert _jvm_calls(spark, lambda: F.expr(live_grid.grid_sql())) < 20
+    assert _jvm_calls(spark, lambda: F.array(*[F.lit(p) for p in live_grid.GRID])) > 1000
+    (values,) = spark.range(1).select(F.expr(live_grid.grid_sql())).first()
+    assert list(values) == live_grid.GRID
+
+
+def test_a_bin_is_one_sql_expression_not_a_tree_of_columns(spark: Any) -> None:
+    """`facts_spec.bin_of` as SQL text: a few calls into the JVM per column and side, where
+    the same binary search built as Columns takes dozens."""
+    assert _jvm_calls(spark, lambda: bin_of(0, "v")) < 10
+    thresholds = [F.col(_threshold(0, j)) for j in range(9)]
+
+    def as_columns(low: int, high: int) -> Any:
+        if low == high:
+            return F.lit(low)
+        mid = (low + high) // 2
+        return F.when(F.col("v") > thresholds[mid], as_columns(mid + 1, high)).otherwise(as_columns(low, mid))
+
+    assert _jvm_calls(spark, lambda: as_columns(0, 9)) > 40

@@ -166,7 +166,7 @@ def key_bins(per_key: DataFrame, facts: Sequence[Fact], spec: FactsSpec, edges: 
     pairs = []
     for fact_index, i in bins:
         j = spec.compared.index(spec.numeric[i])
-        shadow, live = (F.coalesce(bin_of(i, F.col(f"__{s}x_{j}")), F.lit(NO_BIN)) for s in "sl")
+        shadow, live = (F.coalesce(bin_of(i, f"__{s}x_{j}"), F.lit(NO_BIN)) for s in "sl")
         pairs.append(F.lit(fact_index * PAIRS) + shadow * (NO_BIN + 1) + live)
     code = F.col("__code")
     return (
