@@ -1,4 +1,6 @@
-"""`python -m bench SCENARIO [options]`; scenarios: recompute, validate, promote, memory, budget, gate, scale, quickstart, all.
+"""`python -m bench SCENARIO [options]`.
+
+Scenarios: recompute, validate, promote, memory, budget, gate, scale, quickstart, all.
 
 `all` runs every scenario (each in a fresh process: each needs its own Spark session), then
 prints every target with its measured ratio from the JSON results in bench/results/."""
