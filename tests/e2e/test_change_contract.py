@@ -235,8 +235,9 @@ def test_samples_are_the_largest_changes_however_many_keys_changed(
 def test_deciles_of_a_large_partition_come_from_a_sketch_or_a_sample(make: MakeBackfill) -> None:
     """Past twice DECILE_SAMPLE live rows, the bin edges come from a KLL sketch of every live
     row where the engine has one (Spark 4.1), else from every m-th live row (the percentiles
-    cost per row); each bin still holds about a tenth of live, and the histograms count every
-    row."""
+    cost per row); each bin still holds about a tenth of live, and the histograms add up to
+    every row (live's, for a column no key changed, read off the sketch or the percentile grid,
+    scaled from its sample on Spark 3.5)."""
     day = t.SHIFT_DAY.isoformat()
     bf = make(seed_live=False, transform={"function": "sb_test_transforms:wide_big"})
     _seed_wide(bf, day, day, t.WIDE_BIG_ROWS)

@@ -1,8 +1,8 @@
 """Live's histogram read off a grid of percentiles (`measure/live_grid.py`), where the engine
 has no KLL sketch: exact for a partition of at most `STEPS` values, within a grid step above,
 NaN ordered above every number as Spark orders it, and the bins adding up to live's values.
-The grid here is what `percentile_approx` gives where it is exact: the value of rank
-ceil(p * n); `tests/formats/test_measure_reference.py` holds Spark's own to the reference."""
+The grid here is what `percentile_approx` gives where it is exact (`_grid`);
+`tests/formats/test_measure_reference.py` holds Spark's own to the reference."""
 
 from __future__ import annotations
 
@@ -24,8 +24,14 @@ def _ordered(values: Sequence[float]) -> list[float]:
 
 
 def _grid(values: Sequence[float]) -> list[float]:
+    """Spark's rule (`QuantileSummaries.query`, exact below its accuracy): the first value at
+    p = 0 and the last at p = 1, else the value of rank ceil(p * n) taken in doubles, so that
+    0.28 * 25 gives rank 8."""
     ordered = _ordered(values)
-    return [ordered[max(1, math.ceil(p * len(values) - 1e-9)) - 1] for p in live_grid.GRID]
+    return [
+        ordered[0] if p == 0 else ordered[-1] if p == 1 else ordered[math.ceil(p * len(values)) - 1]
+        for p in live_grid.GRID
+    ]
 
 
 def _exact(values: Sequence[float], cuts: Sequence[float]) -> list[float]:
@@ -53,6 +59,11 @@ def test_exact_up_to_the_grid_s_steps(n: int) -> None:
 
 def test_the_deciles_are_the_grid_s_every_hundredth_percentage() -> None:
     assert [live_grid.GRID[j] for j in live_grid.DECILE_AT] == QUANTILES
+
+
+def test_a_rank_is_taken_in_doubles_as_spark_takes_it() -> None:
+    assert live_grid.GRID[280] * 25 > 7, "0.28 * 25 in doubles is above 7"
+    assert live_grid._rank(280, 25) == 8 and live_grid._rank(0, 25) == 1
 
 
 def test_within_a_grid_step_above_it() -> None:

@@ -33,9 +33,10 @@ RANK_ERROR = 0.005  # the tests' bound on a decile's rank and a bin's share; the
 SKETCH_BYTES, SKETCH_BUDGET = 24_000, 128 * 2**20
 
 
-def sketches_fit(partitions: int, columns: int) -> bool:
-    """Whether one sketch per partition and numeric column fits the driver's budget."""
-    return partitions * columns * SKETCH_BYTES <= SKETCH_BUDGET
+def sketches_fit(partitions: int, columns: int, each: int = SKETCH_BYTES) -> bool:
+    """Whether one sketch (or `each` bytes of another summary: `live_grid.GRID_BYTES`) per
+    partition and numeric column fits the driver's budget."""
+    return partitions * columns * each <= SKETCH_BUDGET
 
 
 def thresholds(deciles: Sequence[float], tolerance: Tolerance) -> list[float]:

@@ -184,7 +184,7 @@ class _Tally:
         sketched = spec.live_counts.get(text, {})
         for c, e in edges.get(text, {}).items():
             lh, sh = self.hist.get((text, c), ([0.0] * N_BINS, [0.0] * N_BINS))
-            if c not in spec.compared and c in sketched:  # not counted from the rows: live's sketch
+            if c not in spec.compared and c in sketched:  # not counted from the rows: the profile's
                 lh = list(sketched[c])
             if c in agreed:  # the same (key, value) pairs on both sides: the same histogram
                 sh = list(lh)
@@ -218,8 +218,9 @@ def _row_bins(
     it): built as Column objects, each of the 20 counts per column cost a dozen calls into the
     JVM, 2.8 s of plan building for four columns, as much as the job itself on small
     partitions (365 x 1,000 rows per side). None without such facts, and where the profile
-    sketched live (`spec.live_counts`): a column the grouping leaves out agrees wherever both
-    sides have rows, so its histograms are live's sketch and its copy, or shadow has none."""
+    gave live's histograms (`spec.live_counts`, a sketch or a grid): a column the grouping leaves
+    out agrees wherever both sides have rows, so its histograms are live's and its copy, or
+    shadow has none."""
     if not bins or spec.live_counts:
         return None
     rows = _with_edges(rows_to_count(source, [str(facts[i].column) for i in bins], spec.agreed), edges).select(

@@ -54,8 +54,9 @@ class FactsSpec:
     # partitions whose keys and every column in `compared` agree: the key grouping reads shadow
     # there and mirrors it as live (`key_facts.by_key`)
     mirrored: frozenset[str] = frozenset()
-    # per partition text and numeric column, live's histogram as the profile sketched it
-    # (`live_sketch.py`): the facts job need not count live's rows for a column it does not carry
+    # per partition text and numeric column, live's histogram as the profile read it off a sketch
+    # or a percentile grid (`live_sketch.py`, `live_grid.py`): the facts job need not count
+    # live's rows for a column it does not carry
     live_counts: Mapping[str, Mapping[str, tuple[float, ...]]] = field(default_factory=dict)
 
     def within(self, shadow: Column, live: Column) -> Column:

@@ -5,8 +5,9 @@ Row counts, null counts, mean, std and sum per column and the aggregates of the 
 expectations all ride in the one grouping, so adding a column or an expectation adds columns
 to a job, never a job. The live deciles have an aggregation of their own beside it
 (`_collect`): where the engine has KLL sketches, a sketch of every live row, which also gives
-live's histogram on them (`live_sketch.py`); elsewhere `percentile_approx` on a sample, and
-the facts job counts live's histogram from the rows.
+live's histogram on them (`live_sketch.py`); elsewhere `percentile_approx` on a sample, with
+keys as a grid of percentiles that gives live's histogram too (`live_grid.py`), else the facts
+job counts live's histogram from the rows.
 """
 
 from __future__ import annotations
@@ -64,8 +65,9 @@ def decile_every(live_rows: Iterable[int]) -> int:
     the same rows each run), m as large as leaves the smallest partition `DECILE_SAMPLE` rows; 1 when a count
     is unknown (0). Why: the deciles' sketch costs per row, and at 45,000 rows per partition it
     was half the profile job; deciles only place the bin edges, and the histograms, PSI and KS
-    still count every row. From 10,000 rows a decile's rank is off by about 0.3% (its standard
-    error), so each bin holds 10 +/- 1% of live rows."""
+    count every row, but for live's histogram of a column shadow has copied or lacks (where the
+    grid gives it: `live_grid.py`, scaled from the sample). From 10,000 rows a decile's rank is
+    off by about 0.3% (its standard error), so each bin holds 10 +/- 1% of live rows."""
     smallest = min(live_rows, default=0)
     return max(1, smallest // DECILE_SAMPLE)
 
@@ -205,7 +207,8 @@ def run_profile(
     fit = sketches_fit(len(profiles), len(plan.numeric))
     if plan.numeric and fit and capable.kll_sketches:
         sketch = Sketching(live_sketch.aggregations(plan.numeric), tolerance)
-    grid = bool(keys) and sketch is None and fit and capable.array_percentiles
+    grids_fit = sketches_fit(len(profiles), len(plan.numeric), live_grid.GRID_BYTES)
+    grid = bool(keys) and sketch is None and grids_fit and capable.array_percentiles
     out = Profiled({}, Fingerprints(plan.compared, enabled=bool(keys)), sketch)
     for row in _collect(union, plan, _aggregations(plan, extra_aggs, keys), every, keys, sketch, grid):
         prof = profiles.get(row[PARTITION_COLUMN])
@@ -224,3 +227,4 @@ def _grid_counts(out: Profiled, profiles: Mapping[str, PartitionProfile], tolera
         values = live.count if live is not None else 0
         edges = thresholds(out.edges[text][c], tolerance)
         out.live_counts.setdefault(text, {})[c] = live_grid.counts(grid, sampled, values, edges)
+    out.grids.clear()  # read: not held while the facts job runs
