@@ -17,12 +17,11 @@ import argparse
 import datetime as dt
 import json
 import resource
-import subprocess
 import sys
 import time
 from typing import Any
 
-from bench.common import finish, scenario_parser
+from bench.common import finish, peaks_at_1x_and_10x, scenario_parser
 from bench.memory_bench import _driver_jvm_peak_mb
 
 COLUMNS = 40
@@ -89,16 +88,7 @@ def main(argv: list[str]) -> int:
     if args.child:
         print(json.dumps(child(args.partitions, args.scale)))
         return 0
-    runs = []
-    for rows in (args.scale, args.scale * 10):
-        argv_child = ["--child", "--partitions", str(args.partitions), "--scale", str(rows)]
-        out = subprocess.run(
-            [sys.executable, "-m", "bench.budget_bench", *argv_child], check=True, capture_output=True, text=True
-        ).stdout
-        runs.append(json.loads(out.strip().splitlines()[-1]))
-    small, large = runs
-    py_ratio = round(large["python_peak_mb"] / small["python_peak_mb"], 2)
-    jvm_ratio = round(large["jvm_peak_mb"] / small["jvm_peak_mb"], 2)
+    runs, py_ratio, jvm_ratio = peaks_at_1x_and_10x("bench.budget_bench", args.partitions, args.scale)
     fell_back = not any(r["sketched"] or r["live_counted"] or r["fits_budget"] for r in runs)
     res = {"scenario": "budget", "partitions": args.partitions, "columns": COLUMNS, "runs": runs}
     checks = [

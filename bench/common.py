@@ -7,6 +7,8 @@ import datetime as dt
 import json
 import os
 import platform
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -87,3 +89,18 @@ def finish(name: str, result: dict[str, Any], checks: list[dict[str, Any]], line
         print(line)
     print(f"  results: {path}")
     return 0
+
+
+def peaks_at_1x_and_10x(module: str, partitions: int, scale: int) -> tuple[list[dict[str, Any]], float, float]:
+    """A driver-memory scenario's two runs, at `scale` and 10x it, each a fresh process
+    (`python -m MODULE --child`, which prints its result as the last line of JSON), and the
+    ratios of their Python and driver JVM peaks: flat is what the scenarios check."""
+    runs = []
+    for size in (scale, scale * 10):
+        argv = [sys.executable, "-m", module, "--child", "--partitions", str(partitions), "--scale", str(size)]
+        out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+        runs.append(json.loads(out.strip().splitlines()[-1]))
+    small, large = runs
+    py_ratio = round(large["python_peak_mb"] / small["python_peak_mb"], 2)
+    jvm_ratio = round(large["jvm_peak_mb"] / small["jvm_peak_mb"], 2)
+    return runs, py_ratio, jvm_ratio

@@ -12,13 +12,12 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench.common import finish, keys_for, scenario_parser, seed_live, workspace
+from bench.common import finish, keys_for, peaks_at_1x_and_10x, scenario_parser, seed_live, workspace
 
 
 def _driver_jvm_peak_mb() -> float:
@@ -87,27 +86,7 @@ def main(argv: list[str]) -> int:
         print(json.dumps(child(args.partitions, args.scale)))
         return 0
 
-    runs = []
-    for scale in (args.scale, args.scale * 10):
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "bench.memory_bench",
-                "--child",
-                "--partitions",
-                str(args.partitions),
-                "--scale",
-                str(scale),
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        runs.append(json.loads(out.strip().splitlines()[-1]))
-    small, large = runs
-    py_ratio = round(large["python_peak_mb"] / small["python_peak_mb"], 2)
-    jvm_ratio = round(large["jvm_peak_mb"] / small["jvm_peak_mb"], 2)
+    runs, py_ratio, jvm_ratio = peaks_at_1x_and_10x("bench.memory_bench", args.partitions, args.scale)
     res = {
         "scenario": "memory",
         "partitions": args.partitions,
