@@ -1,6 +1,6 @@
 """`python -m bench SCENARIO [options]`.
 
-Scenarios: recompute, validate, promote, memory, budget, gate, scale, quickstart, all.
+Scenarios: recompute, validate, promote, memory, budget, gate, scale, quickstart, wide, all.
 
 `all` runs every scenario (each in a fresh process: each needs its own Spark session), then
 prints every target with its measured ratio from the JSON results in bench/results/."""
@@ -39,6 +39,7 @@ def main(argv: list[str]) -> int:
         "gate": "bench.gate_noise_bench",
         "scale": "bench.scale_bench",
         "quickstart": "bench.quickstart_bench",
+        "wide": "bench.wide_bench",
     }
     if scenario == "all":
         import subprocess

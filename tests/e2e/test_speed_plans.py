@@ -122,3 +122,49 @@ def test_a_bin_is_one_sql_expression_not_a_tree_of_columns(spark: Any) -> None:
         return F.when(F.col("v") > thresholds[mid], as_columns(mid + 1, high)).otherwise(as_columns(low, mid))
 
     assert _jvm_calls(spark, lambda: as_columns(0, 9)) > 40
+
+
+@pytest.fixture
+def generated(spark: Any) -> Any:
+    """Whole-stage code generation on, as outside the tests (their session runs without it),
+    and plans read without adaptive execution; put back after the test."""
+    wanted = {
+        "spark.sql.codegen.wholeStage": "true",
+        "spark.sql.codegen.factoryMode": "FALLBACK",  # Spark's default; NO_CODEGEN turns stages off too
+        "spark.sql.adaptive.enabled": "false",
+    }
+    before = {k: spark.conf.get(k) for k in wanted}
+    for k, v in wanted.items():
+        spark.conf.set(k, v)
+    yield spark
+    for k, v in before.items():
+        spark.conf.set(k, v)
+
+
+def test_wide_tables_outgrow_hotspot_s_method_limit_so_sessions_cap_it(generated: Any) -> None:
+    """`session.RUNTIME_CONF`: a session the tool opens caps a stage's generated method at the
+    8,000 bytes of bytecode HotSpot compiles (past it, Spark runs the stage without whole-stage
+    code generation rather than in the interpreter). With eight changed numeric columns the
+    facts job has a stage past it, so the cap decides how that stage runs; this fails once none
+    does, and the cap can go."""
+    spark = generated
+    assert spark.conf.get("spark.sql.codegen.hugeMethodLimit") == "8000"
+    columns = [f"c{i}" for i in range(8)]
+    live = spark.range(0, ROWS, 1, 4).select(
+        (F.col("id") % 2).cast("int").alias("ds"),
+        "id",
+        *[(F.col("id") * (i + 1.5)).alias(c) for i, c in enumerate(columns)],
+    )
+    shadow = live.select("ds", "id", *[(F.col(c) + 1.0).alias(c) for c in columns])
+    measurer = FastMeasurer(shadow, live, partition="ds", keys=["id"], max_categories=10, sample_rows=5)
+    profiles = {t: PartitionProfile(t) for t in ("0", "1")}
+    edges = run_profile(measurer.union, measurer.plan, {}, profiles, 1, ["id"]).edges
+    spec = measurer.facts
+    assert list(spec.compared) == columns, "every column changed: the key grouping carries them all"
+    thresholds = edges_frame(spark, spec, edges, measurer.union.schema[PARTITION_COLUMN].dataType)
+    df = facts_frame(measurer.union, spec, fact_list(spec, True), thresholds, ROWS)
+    stages = spark._jvm.org.apache.spark.sql.execution.debug.package.codegenStringSeq(
+        df._jdf.queryExecution().executedPlan()
+    )
+    largest = max(stages.apply(i)._3().maxMethodCodeSize() for i in range(stages.size()))
+    assert largest > 8000, f"no generated method past HotSpot's limit ({largest} bytes): the cap is not needed"
