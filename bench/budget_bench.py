@@ -21,7 +21,7 @@ import sys
 import time
 from typing import Any
 
-from bench.common import finish, peaks_at_1x_and_10x, scenario_parser
+from bench.common import finish, hashed_table, peaks_at_1x_and_10x, scenario_parser
 from bench.memory_bench import _driver_jvm_peak_mb
 
 COLUMNS = 40
@@ -30,15 +30,10 @@ START = dt.date(2021, 1, 1)
 
 def _tables(spark: Any, partitions: int, rows: int) -> tuple[Any, Any]:
     """Live, and shadow with the first column changed on one key in seven (so the key grouping
-    carries it): `rows` keys per partition, each column a seeded hash of the key."""
+    carries it)."""
     from pyspark.sql import functions as F
 
-    ids = spark.range(partitions * rows)
-    base = ids.select(
-        F.date_add(F.lit(START.isoformat()).cast("date"), (F.col("id") % partitions).cast("int")).alias("ds"),
-        F.col("id").alias("entity_id"),
-        *[((F.abs(F.hash("id", F.lit(j))) % 10_000) / 100.0).alias(f"c{j}") for j in range(COLUMNS)],
-    )
+    base = hashed_table(spark, START, partitions, rows, COLUMNS)
     shadow = base.withColumn("c0", F.when(F.col("entity_id") % 7 == 0, F.col("c0") + 1.0).otherwise(F.col("c0")))
     return shadow, base
 

@@ -55,6 +55,20 @@ def seed_live(bf: Any, keys: list[str], table: str | None = None) -> None:
     fmt.overwrite_partitions(table or bf.live_table, df, keys)
 
 
+def hashed_table(spark: Any, start: dt.date, partitions: int, rows: int, columns: int) -> Any:
+    """A keyed table of `rows` keys per daily partition from `start` (`ds`, `entity_id`), and
+    `columns` doubles `c0`, `c1`, ... in [0, 100), each a seeded hash of the key: the same
+    values on every run, with no generator to ship. The budget and wide-table scenarios derive
+    their shadow from it."""
+    from pyspark.sql import functions as F
+
+    return spark.range(partitions * rows).select(
+        F.date_add(F.lit(start.isoformat()).cast("date"), (F.col("id") % partitions).cast("int")).alias("ds"),
+        F.col("id").alias("entity_id"),
+        *[((F.abs(F.hash("id", F.lit(j))) % 10_000) / 100.0).alias(f"c{j}") for j in range(columns)],
+    )
+
+
 def write_result(name: str, result: dict[str, Any], out: Path | None = None) -> Path:
     result = {**result, "machine": {"cpus": os.cpu_count(), "python": platform.python_version()}}
     path = out or RESULTS / f"{name}.json"
