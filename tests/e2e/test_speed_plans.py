@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -49,19 +50,25 @@ def _sides(spark: Any) -> tuple[DataFrame, DataFrame]:
     return live.withColumn("amount", F.col("amount") + F.when(F.col("id") % 7 == 0, 1.0).otherwise(0.0)), live
 
 
-def _groupings(spark: Any, live_rows: int) -> Counter[str]:
-    """How many times the facts job's plan aggregates by each set of columns (its partial
-    aggregations, named by their grouping columns); `live_rows` as the validation counts them."""
+def _facts_plan(spark: Any, live_rows: int, key_partitions: int | None = None) -> str:
+    """The facts job's physical plan; `live_rows` as the validation counts them."""
     shadow, live = _sides(spark)
     measurer = FastMeasurer(shadow, live, partition="ds", keys=["id"], max_categories=10, sample_rows=5)
     profiles = {t: PartitionProfile(t) for t in ("0", "1")}
     edges = run_profile(measurer.union, measurer.plan, {}, profiles, 1, ["id"]).edges
     assert edges, "no live deciles: the bins branch, which a trick is for, would not be planned"
-    spec = measurer.facts
+    spec = replace(measurer.facts, key_partitions=key_partitions)
     thresholds = edges_frame(spark, spec, edges, measurer.union.schema[PARTITION_COLUMN].dataType)
     df = facts_frame(measurer.union, spec, fact_list(spec, True), thresholds, live_rows)
-    plan = str(df._jdf.queryExecution().executedPlan().toString())
-    found = re.findall(r"HashAggregate\(keys=\[([^\]]*)\], functions=\[partial_", plan)
+    return str(df._jdf.queryExecution().executedPlan().toString())
+
+
+def _groupings(spark: Any, live_rows: int, key_partitions: int | None = None) -> Counter[str]:
+    """How many times the facts job's plan aggregates by each set of columns (its partial
+    aggregations, named by their grouping columns)."""
+    found = re.findall(
+        r"HashAggregate\(keys=\[([^\]]*)\], functions=\[partial_", _facts_plan(spark, live_rows, key_partitions)
+    )
     return Counter(re.sub(r"#\d+L?", "", keys) for keys in found)
 
 
@@ -84,6 +91,29 @@ def test_the_sample_cut_reads_the_counts_whole_so_they_are_shared(
     assert _groupings(shuffles, cut)[BY_PARTITION] == 1
     monkeypatch.setattr(sample_cut, "read_whole", lambda counts: counts)
     assert _groupings(shuffles, cut)[BY_PARTITION] == 2, "without the trick Spark still shares: remove it"
+
+
+def _key_shuffles(spark: Any, key_partitions: int | None) -> tuple[list[int], int]:
+    """The facts job's shuffles by (partition, key): each one's partition count, and how many
+    times they are read again (reused rather than run)."""
+    made, reused = [], 0
+    for line in _facts_plan(spark, ROWS, key_partitions).splitlines():
+        node = line.lstrip(" :+-")
+        found = re.search(r"Exchange hashpartitioning\(([^)]*), (\d+)\)", node)
+        if found is None or re.sub(r"#\d+L?", "", found.group(1)) != BY_KEY:
+            continue
+        if node.startswith("ReusedExchange"):
+            reused += 1
+        elif node.startswith("Exchange"):
+            made.append(int(found.group(2)))
+    return made, reused
+
+
+def test_the_key_grouping_sized_to_its_keys_is_one_shuffle_its_readers_share(shuffles: Any) -> None:
+    """`key_partitions.py`: the grouping's rows go into the number of tasks asked for, in the
+    one shuffle the grouping needed anyway, which its three readers still share."""
+    assert _key_shuffles(shuffles, None) == ([4], 2), "the session's number when not sized"
+    assert _key_shuffles(shuffles, 7) == ([7], 2), "sized: one shuffle, the grouping's own gone, read thrice"
 
 
 def _jvm_calls(spark: Any, build: Any) -> int:

@@ -179,11 +179,14 @@ def _measure_both(
     corpus: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]] | None = None,
     grouped: list[str] | None = None,
     mirrored: set[str] | None = None,
+    task_bytes: int | None = None,
 ) -> Measured:
     """The corpus written to the backend and read back, measured by the fast jobs and by the
     reference: (fast, reference on live's exact deciles, reference on the fast path's edges);
     `grouped`: the columns the fast key grouping must have carried; `mirrored`: the partitions
-    whose live rows it must have left out (shadow's standing for both sides)."""
+    whose live rows it must have left out (shadow's standing for both sides); `task_bytes`: the
+    key grouping's per-task share, small enough that it is sized to more tasks than the
+    session's shuffle partitions (`key_partitions.py`)."""
     bf = make(seed_live=False)
     fmt, spark = bf.table_format, bf.spark
     live_rows, shadow_rows = corpus or _corpus()
@@ -196,8 +199,14 @@ def _measure_both(
     shadow = shadow.withColumn(ADDED, F.when(F.col("qty") % 2 == 0, F.col("amount") * 2))
     unique = ["id", "label"]
     options: dict[str, Any] = {"keys": keys, "max_categories": MAX_CATEGORIES, "tolerance": TOLERANCE}
-    measurer = FastMeasurer(shadow, live, partition="ds", unique_columns=unique, sample_rows=sample_rows, **options)
+    sizing = {} if task_bytes is None else {"task_bytes": task_bytes}
+    measurer = FastMeasurer(
+        shadow, live, partition="ds", unique_columns=unique, sample_rows=sample_rows, **options, **sizing
+    )
     fast = measurer.run(texts)
+    if task_bytes is not None:
+        session = int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
+        assert measurer.key_partitions is not None and measurer.key_partitions > session, measurer.key_partitions
     if grouped is not None:
         assert measurer.grouped == grouped
     if mirrored is not None:
@@ -266,6 +275,16 @@ def test_fast_measurements_equal_the_reference_without_keys_and_with_two(
     _agree(backend, fast, exact, on_fast_edges)
     if not keys:
         assert all(p.keys is None for p in fast.values()), "no key diff without keys"
+
+
+@pytest.mark.per_engine  # the grouping's shuffle is the engine's, whatever the format
+def test_a_key_grouping_sized_to_its_keys_measures_the_same(make: MakeBackfill, backend: Backend) -> None:
+    """The key grouping shuffled into more tasks than the session's (as 18 M rows per side
+    would be on 8 shuffle partitions: `key_partitions.py`) groups the same keys: every
+    measurement still equals the reference's."""
+    fast, exact, on_fast_edges = _measure_both(make, backend, ["id"], sample_rows=5, task_bytes=2048)
+    _agree(backend, fast, exact, on_fast_edges)
+    assert any(p.samples for p in fast.values())
 
 
 def _one_column_changed() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:

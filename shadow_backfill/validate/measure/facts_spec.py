@@ -58,6 +58,8 @@ class FactsSpec:
     # or a percentile grid (`live_sketch.py`, `live_grid.py`): the facts job need not count
     # live's rows for a column it does not carry
     live_counts: Mapping[str, Mapping[str, tuple[float, ...]]] = field(default_factory=dict)
+    # the key grouping's shuffle partitions, None for the session's (`key_partitions.py`)
+    key_partitions: int | None = None
 
     def within(self, shadow: Column, live: Column) -> Column:
         """shadow equals live within tolerance (Spark's NaN = NaN and inf = inf hold)."""

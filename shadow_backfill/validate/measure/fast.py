@@ -27,10 +27,11 @@ from dataclasses import replace
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegralType
+from pyspark.sql.types import IntegralType, StringType
 
 from shadow_backfill.config.validation import EXACT, Tolerance
 from shadow_backfill.validate.measure.facts_job import FactsSpec, run_facts
+from shadow_backfill.validate.measure.key_partitions import TASK_BYTES, key_partitions, key_row_bytes, tasks_needed
 from shadow_backfill.validate.measure.plan import plan_columns, tag
 from shadow_backfill.validate.measure.profile_job import run_profile
 from shadow_backfill.validate.measurements import ColumnDiff, ColumnPlan, PartitionProfile
@@ -57,6 +58,7 @@ class FastMeasurer:
         expected: Sequence[str] = (),
         decile_every: int = 1,
         declared_added: Sequence[str] = (),
+        task_bytes: int = TASK_BYTES,
     ) -> None:
         self.plan = plan_columns(shadow.schema, live.schema, partition, keys, declared_added)
         # Each row's partition: the column itself, or its period's name for a ranged column.
@@ -78,11 +80,14 @@ class FastMeasurer:
         )
         # the live deciles from every m-th row (profile_job); chosen by key, so only with keys
         self.decile_every = decile_every if keys else 1
+        self.task_bytes = task_bytes  # per-key state a task of the key grouping is given
+        self.string_keys = sum(isinstance(shadow.schema[k].dataType, StringType) for k in keys)
         self.jobs = 0  # Spark jobs run, for benchmarks and tests
         self.grouped: list[str] = []  # the columns the last run's key grouping carried
         self.mirrored: frozenset[str] = frozenset()  # the partitions it read shadow's rows only of
         self.sketched = False  # whether the last run read live's histograms off KLL sketches
         self.live_counted = False  # whether they came with the profile (a sketch or `live_grid`)
+        self.key_partitions: int | None = None  # the last run's key grouping's shuffle partitions, if sized
 
     def run(self, partition_texts: Sequence[str]) -> dict[str, PartitionProfile]:
         profiles = {t: PartitionProfile(t) for t in partition_texts}
@@ -97,7 +102,16 @@ class FastMeasurer:
         mirrored = frozenset(t for t in partition_texts if prints.keys_agree(t) and set(grouped) <= agreed[t])
         self.mirrored = mirrored
         sketched = profiled.live_counts if keys else {}  # without keys every row is counted anyway
-        facts = replace(self.facts, compared=grouped, agreed=agreed, mirrored=mirrored, live_counts=sketched)
+        sized = self._key_partitions(profiles, grouped) if keys else None
+        self.key_partitions = sized
+        facts = replace(
+            self.facts,
+            compared=grouped,
+            agreed=agreed,
+            mirrored=mirrored,
+            live_counts=sketched,
+            key_partitions=sized,
+        )
         self.sketched = profiled.sketched
         self.live_counted = bool(sketched)
         every = 1 if profiled.sketched else self.decile_every
@@ -107,6 +121,22 @@ class FastMeasurer:
             for prof in profiles.values():
                 _unchanged(prof, self.facts.compared, set(self.facts.numeric))
         return profiles
+
+    def _key_partitions(self, profiles: Mapping[str, PartitionProfile], grouped: Sequence[str]) -> int | None:
+        """The key grouping's shuffle partitions, from the rows the profile counted
+        (`key_partitions.py`); None where the session's number is enough."""
+        row_bytes = key_row_bytes(len(self.facts.keys), self.string_keys, len(grouped))
+        larger = (max(p.shadow_rows, p.live_rows) for p in profiles.values())
+        return key_partitions(tasks_needed(larger, row_bytes, self.task_bytes), lambda: _session_partitions(self.union))
+
+
+def _session_partitions(frame: DataFrame) -> int:
+    """The session's `spark.sql.shuffle.partitions` (Spark's default where an engine does
+    not say)."""
+    try:
+        return int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
+    except Exception:  # an engine that keeps no such setting (Sail): Spark's default
+        return 200
 
 
 def _unchanged(prof: PartitionProfile, compared: Sequence[str], numeric: set[str]) -> None:

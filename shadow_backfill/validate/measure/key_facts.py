@@ -34,7 +34,9 @@ def key_names(spec: FactsSpec) -> list[str]:
 
 def by_key(source: DataFrame, spec: FactsSpec) -> DataFrame:
     """Per (partition, key): rows per side (`__ns`, `__nl`) and each compared column's value
-    per side (`__sx_j`, `__lx_j`): a double for numbers, a hash otherwise."""
+    per side (`__sx_j`, `__lx_j`): a double for numbers, a hash otherwise. Shuffled into
+    `spec.key_partitions` tasks where the profile found more keys than the session's number
+    holds without spilling (`key_partitions.py`)."""
     keys = key_names(spec)
     carried = _without_mirrored_live(source, spec).select(
         PARTITION_COLUMN,
@@ -45,6 +47,8 @@ def by_key(source: DataFrame, spec: FactsSpec) -> DataFrame:
             for j, c in enumerate(spec.compared)
         ],
     )
+    if spec.key_partitions is not None:  # sized to the keys (`key_partitions.py`)
+        carried = carried.repartition(spec.key_partitions, PARTITION_COLUMN, *keys)
     shadow, live = is_side("shadow"), is_side("live")
     aggs = [F.sum(F.when(shadow, 1).otherwise(0)).alias("__ns"), F.sum(F.when(live, 1).otherwise(0)).alias("__nl")]
     for j in range(len(spec.compared)):
