@@ -121,6 +121,17 @@ def job_log(spark: Any) -> JobLog | NoJobLog:
     return NoJobLog() if type(spark).__module__.startswith("pyspark.sql.connect") else JobLog(spark)
 
 
+def largest_generated_method(df: Any) -> int:
+    """The bytes of the largest method whole-stage code generation makes for `df`'s plan (as
+    planned in the session's present settings), read from Spark's debug package: what HotSpot's
+    8,000-byte compile limit is held against (`session.RUNTIME_CONF`). Classic sessions only."""
+    spark = df.sparkSession
+    stages = spark._jvm.org.apache.spark.sql.execution.debug.package.codegenStringSeq(
+        df._jdf.queryExecution().executedPlan()
+    )
+    return max((stages.apply(i)._3().maxMethodCodeSize() for i in range(stages.size())), default=0)
+
+
 def _site(job_name: str) -> str:
     """The module of a job's call site, from Spark's short form `collect at /path/module.py:12`."""
     where = job_name.rsplit(" at ", 1)[-1].split(":", 1)[0]

@@ -4,7 +4,7 @@ numeric column changed on every row, with Spark's default `spark.sql.codegen.hug
 of two each.
 
 With many numeric columns a stage's generated method outgrows the 8,000 bytes HotSpot compiles
-(the key grouping's histogram reader: 6,288 bytes with four columns, 21,835 with eight), and
+(the key grouping's histogram reader: 6,288 bytes with four columns, 21,852 with eight), and
 runs in the interpreter; at the tool's limit Spark runs that stage without whole-stage code
 generation instead. The run also reads the largest generated method of the facts job's stages.
 """
@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from bench.common import check, finish, hashed_table, scenario_parser
+from bench.jobs import largest_generated_method
 
 START = dt.date(2024, 1, 1)
 LIMITS = ("65535", "8000")  # Spark's default, the tool's
@@ -57,9 +58,7 @@ def _largest_facts_method(spark: Any, measurer: Any, texts: list[str]) -> int:
     df = facts_frame(measurer.union, spec, fact_list(spec, True), thresholds, live_rows)
     spark.conf.set("spark.sql.adaptive.enabled", "false")
     try:
-        plan = df._jdf.queryExecution().executedPlan()
-        stages = spark._jvm.org.apache.spark.sql.execution.debug.package.codegenStringSeq(plan)
-        return max((stages.apply(i)._3().maxMethodCodeSize() for i in range(stages.size())), default=0)
+        return largest_generated_method(df)
     finally:
         spark.conf.unset("spark.sql.adaptive.enabled")
 

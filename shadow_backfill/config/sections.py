@@ -53,7 +53,10 @@ class SparkSpec(Strict):
     They override the tool's defaults: `spark.sql.shuffle.partitions` 8, the UTC session time
     zone, and `spark.sql.codegen.hugeMethodLimit` 8000 (the largest method HotSpot compiles, which
     makes validating a table with eight or more changed numeric columns 22-27% faster; a program
-    that passes its own session may want it too)."""
+    that passes its own session may want it too). Validation's grouping by key never uses fewer
+    shuffle partitions than `spark.sql.shuffle.partitions`, and more where the rows it groups
+    would not fit a task's memory (0.44 of a task's execution memory, from the driver's or the
+    executors' memory and cores: 96 MB of grouped keys with a 1 GB driver on two cores)."""
 
     @field_validator("warehouse", mode="before")
     @classmethod

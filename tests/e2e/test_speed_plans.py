@@ -18,6 +18,7 @@ import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from bench.jobs import largest_generated_method
 from shadow_backfill.validate.measure import key_facts, live_grid, sample_cut
 from shadow_backfill.validate.measure.facts_job import facts_frame
 from shadow_backfill.validate.measure.facts_spec import _threshold, bin_of, edges_frame, fact_list
@@ -193,8 +194,5 @@ def test_wide_tables_outgrow_hotspot_s_method_limit_so_sessions_cap_it(generated
     assert list(spec.compared) == columns, "every column changed: the key grouping carries them all"
     thresholds = edges_frame(spark, spec, edges, measurer.union.schema[PARTITION_COLUMN].dataType)
     df = facts_frame(measurer.union, spec, fact_list(spec, True), thresholds, ROWS)
-    stages = spark._jvm.org.apache.spark.sql.execution.debug.package.codegenStringSeq(
-        df._jdf.queryExecution().executedPlan()
-    )
-    largest = max(stages.apply(i)._3().maxMethodCodeSize() for i in range(stages.size()))
+    largest = largest_generated_method(df)
     assert largest > 8000, f"no generated method past HotSpot's limit ({largest} bytes): the cap is not needed"

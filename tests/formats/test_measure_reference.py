@@ -179,12 +179,12 @@ def _measure_both(
     corpus: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]] | None = None,
     grouped: list[str] | None = None,
     mirrored: set[str] | None = None,
-    task_bytes: int | None = None,
+    task_share: int | None = None,
 ) -> Measured:
     """The corpus written to the backend and read back, measured by the fast jobs and by the
     reference: (fast, reference on live's exact deciles, reference on the fast path's edges);
     `grouped`: the columns the fast key grouping must have carried; `mirrored`: the partitions
-    whose live rows it must have left out (shadow's standing for both sides); `task_bytes`: the
+    whose live rows it must have left out (shadow's standing for both sides); `task_share`: the
     key grouping's per-task share, small enough that it is sized to more tasks than the
     session's shuffle partitions (`key_partitions.py`)."""
     bf = make(seed_live=False)
@@ -199,13 +199,15 @@ def _measure_both(
     shadow = shadow.withColumn(ADDED, F.when(F.col("qty") % 2 == 0, F.col("amount") * 2))
     unique = ["id", "label"]
     options: dict[str, Any] = {"keys": keys, "max_categories": MAX_CATEGORIES, "tolerance": TOLERANCE}
-    sizing = {} if task_bytes is None else {"task_bytes": task_bytes}
+    sizing = {} if task_share is None else {"task_share": task_share}
     measurer = FastMeasurer(
         shadow, live, partition="ds", unique_columns=unique, sample_rows=sample_rows, **options, **sizing
     )
     fast = measurer.run(texts)
-    if task_bytes is not None:
-        session = int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
+    if task_share is not None and _sketched(backend):
+        assert measurer.key_partitions is None, "Sail keeps no shuffle partitions: its plan is left to it"
+    elif task_share is not None:
+        session = int(spark.conf.get("spark.sql.shuffle.partitions"))
         assert measurer.key_partitions is not None and measurer.key_partitions > session, measurer.key_partitions
     if grouped is not None:
         assert measurer.grouped == grouped
@@ -282,7 +284,7 @@ def test_a_key_grouping_sized_to_its_keys_measures_the_same(make: MakeBackfill, 
     """The key grouping shuffled into more tasks than the session's (as 18 M rows per side
     would be on 8 shuffle partitions: `key_partitions.py`) groups the same keys: every
     measurement still equals the reference's."""
-    fast, exact, on_fast_edges = _measure_both(make, backend, ["id"], sample_rows=5, task_bytes=2048)
+    fast, exact, on_fast_edges = _measure_both(make, backend, ["id"], sample_rows=5, task_share=2048)
     _agree(backend, fast, exact, on_fast_edges)
     assert any(p.samples for p in fast.values())
 

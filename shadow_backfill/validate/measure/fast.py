@@ -31,7 +31,13 @@ from pyspark.sql.types import IntegralType, StringType
 
 from shadow_backfill.config.validation import EXACT, Tolerance
 from shadow_backfill.validate.measure.facts_job import FactsSpec, run_facts
-from shadow_backfill.validate.measure.key_partitions import TASK_BYTES, key_partitions, key_row_bytes, tasks_needed
+from shadow_backfill.validate.measure.key_partitions import (
+    MEMORY_SETTINGS,
+    key_partitions,
+    key_row_bytes,
+    task_bytes,
+    tasks_needed,
+)
 from shadow_backfill.validate.measure.plan import plan_columns, tag
 from shadow_backfill.validate.measure.profile_job import run_profile
 from shadow_backfill.validate.measurements import ColumnDiff, ColumnPlan, PartitionProfile
@@ -58,7 +64,7 @@ class FastMeasurer:
         expected: Sequence[str] = (),
         decile_every: int = 1,
         declared_added: Sequence[str] = (),
-        task_bytes: int = TASK_BYTES,
+        task_share: int | None = None,
     ) -> None:
         self.plan = plan_columns(shadow.schema, live.schema, partition, keys, declared_added)
         # Each row's partition: the column itself, or its period's name for a ranged column.
@@ -80,7 +86,8 @@ class FastMeasurer:
         )
         # the live deciles from every m-th row (profile_job); chosen by key, so only with keys
         self.decile_every = decile_every if keys else 1
-        self.task_bytes = task_bytes  # per-key state a task of the key grouping is given
+        # per-key state a task of the key grouping is given; None: from the session's settings
+        self.task_share = task_share
         self.string_keys = sum(isinstance(shadow.schema[k].dataType, StringType) for k in keys)
         self.jobs = 0  # Spark jobs run, for benchmarks and tests
         self.grouped: list[str] = []  # the columns the last run's key grouping carried
@@ -127,16 +134,27 @@ class FastMeasurer:
         (`key_partitions.py`); None where the session's number is enough."""
         row_bytes = key_row_bytes(len(self.facts.keys), self.string_keys, len(grouped))
         larger = (max(p.shadow_rows, p.live_rows) for p in profiles.values())
-        return key_partitions(tasks_needed(larger, row_bytes, self.task_bytes), lambda: _session_partitions(self.union))
+        share = self.task_share or task_bytes(_settings(self.union, MEMORY_SETTINGS))
+        return key_partitions(tasks_needed(larger, row_bytes, share), lambda: _session_partitions(self.union))
 
 
-def _session_partitions(frame: DataFrame) -> int:
-    """The session's `spark.sql.shuffle.partitions` (Spark's default where an engine does
-    not say)."""
-    try:
-        return int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
-    except Exception:  # an engine that keeps no such setting (Sail): Spark's default
-        return 200
+def _settings(frame: DataFrame, keys: Sequence[str]) -> dict[str, str | None]:
+    """The session's values of `keys` (None where unset, or where an engine keeps no such
+    setting: Sail)."""
+    out: dict[str, str | None] = {}
+    for k in keys:
+        try:
+            out[k] = frame.sparkSession.conf.get(k, None)
+        except Exception:  # an engine that refuses the key: as if unset
+            out[k] = None
+    return out
+
+
+def _session_partitions(frame: DataFrame) -> int | None:
+    """The session's `spark.sql.shuffle.partitions`; None where an engine keeps no such
+    setting (Sail, whose memory is not Spark's either: its grouping is left as it plans it)."""
+    value = _settings(frame, ["spark.sql.shuffle.partitions"])["spark.sql.shuffle.partitions"]
+    return int(value) if value else None
 
 
 def _unchanged(prof: PartitionProfile, compared: Sequence[str], numeric: set[str]) -> None:
