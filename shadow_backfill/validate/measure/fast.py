@@ -33,6 +33,7 @@ from shadow_backfill.config.validation import EXACT, Tolerance
 from shadow_backfill.validate.measure.facts_job import FactsSpec, run_facts
 from shadow_backfill.validate.measure.key_partitions import (
     MEMORY_SETTINGS,
+    SMALLEST_SHARE,
     key_partitions,
     key_row_bytes,
     task_bytes,
@@ -133,7 +134,9 @@ class FastMeasurer:
         """The key grouping's shuffle partitions, from the rows the profile counted
         (`key_partitions.py`); None where the session's number is enough."""
         row_bytes = key_row_bytes(len(self.facts.keys), self.string_keys, len(grouped))
-        larger = (max(p.shadow_rows, p.live_rows) for p in profiles.values())
+        larger = [max(p.shadow_rows, p.live_rows) for p in profiles.values()]
+        if tasks_needed(larger, row_bytes, self.task_share or SMALLEST_SHARE) == 1:
+            return None  # one task of the smallest share holds them: no setting asked for
         share = self.task_share or task_bytes(_settings(self.union, MEMORY_SETTINGS))
         return key_partitions(tasks_needed(larger, row_bytes, share), lambda: _session_partitions(self.union))
 

@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 MIB = 1024 * 1024
 TASK_BYTES = 96 * MIB  # per-key state a task is given on the smallest set-up (module docstring)
+SMALLEST_SHARE = MIB  # the least `task_bytes` gives, however small a task's memory
 _RESERVED = 300 * MIB  # the heap Spark's unified memory manager keeps for the system
 # The settings a task's share is read from (`task_bytes`).
 MEMORY_SETTINGS = (
@@ -76,7 +77,7 @@ def task_bytes(settings: Mapping[str, str | None]) -> int:
     """The per-key state a task of the key grouping is given, from the session's memory
     settings (`MEMORY_SETTINGS`): the share of a task's execution memory measured not to spill
     on the smallest set-up, so a cluster whose executors have more memory per core gets fewer,
-    larger tasks (one TB per side would otherwise ask for some 18,000). In local mode the
+    larger tasks (one TB per side of 100-byte rows would otherwise ask for some 18,000). In local mode the
     driver runs the tasks (`local[N]`: N cores; `local-cluster[n,c,m]`: c cores of m MB).
     Settings that cannot be read: `TASK_BYTES`."""
     try:
@@ -84,7 +85,7 @@ def task_bytes(settings: Mapping[str, str | None]) -> int:
         fraction = float(settings.get("spark.memory.fraction") or 0.6)
     except ValueError:
         return TASK_BYTES
-    return max(MIB, int(execution_per_task(heap, cores, fraction) * _SHARE))
+    return max(SMALLEST_SHARE, int(execution_per_task(heap, cores, fraction) * _SHARE))
 
 
 def _executor(settings: Mapping[str, str | None]) -> tuple[int, int]:
