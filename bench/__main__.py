@@ -1,6 +1,7 @@
 """`python -m bench SCENARIO [options]`.
 
-Scenarios: recompute, validate, promote, memory, budget, gate, scale, quickstart, wide, all.
+Scenarios: recompute, validate, promote, memory, budget, gate, scale, quickstart, wide, sizing,
+all.
 
 `all` runs every scenario (each in a fresh process: each needs its own Spark session), then
 prints every target with its measured ratio from the JSON results in bench/results/."""
@@ -40,6 +41,7 @@ def main(argv: list[str]) -> int:
         "scale": "bench.scale_bench",
         "quickstart": "bench.quickstart_bench",
         "wide": "bench.wide_bench",
+        "sizing": "bench.sizing_bench",
     }
     if scenario == "all":
         import subprocess

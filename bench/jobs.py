@@ -22,6 +22,7 @@ class JobStats:
     tasks: int
     busy_s: float
     task_s: float
+    spilled_mb: float = 0.0  # written to disk by aggregations and sorts short of memory
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -29,6 +30,7 @@ class JobStats:
             "tasks": self.tasks,
             "busy_s": round(self.busy_s, 2),
             "task_s": round(self.task_s, 2),
+            "spilled_mb": round(self.spilled_mb),
         }
 
 
@@ -65,13 +67,15 @@ class JobLog:
             ids = j.stageIds()
             stage_ids.update(ids.apply(i) for i in range(ids.size()))
         store = self._sc.statusStore()
-        task_ms = 0
+        task_ms = spilled = 0
         for sid in stage_ids:
             try:
-                task_ms += store.lastStageAttempt(sid).executorRunTime()
+                stage = store.lastStageAttempt(sid)
             except Exception:  # a stage that never ran (skipped: its shuffle output was reused)
                 continue
-        return JobStats(len(jobs), sum(j.numTasks() for j in jobs), _union(spans), task_ms / 1000)
+            task_ms += stage.executorRunTime()
+            spilled += stage.diskBytesSpilled()
+        return JobStats(len(jobs), sum(j.numTasks() for j in jobs), _union(spans), task_ms / 1000, spilled / 1e6)
 
     def by_site(self, mark: int) -> dict[str, float]:
         """Task seconds of the jobs after `mark`, by the module whose call started each job

@@ -21,10 +21,10 @@ Each task is given a share of its execution memory (`task_bytes`, from the sessi
 settings): `TASK_BYTES`, 96 MB, on the smallest set-up the tool runs on, a 1 GB driver running
 two tasks (about 217 MB each), and the same fraction, 0.44, elsewhere: less than half, because
 the map doubles as it grows. Measured with the benchmark's `logic` scenario (five grouped columns,
-176 bytes a key): at 18 M rows per side this asks for 32 partitions, where nothing spilled
-(on 8, 3.9 GB spilled; sized to 48 by a smaller share, the validation took 84 s against 115 s
-on 8, and 86 s with the session set to 48), and at 4.05 M rows it leaves Spark's 8, where
-nothing spills either (sized to 11 there, it took 24.7 s against 23.5 s: the grouping's
+176 bytes a key; `python -m bench sizing`): at 18 M rows per side this asks for 32 partitions,
+where nothing spilled and the measuring jobs took 74 s, against 111 s and 3.9 GB spilled on 8
+and 84 s with the session set to 32; at 4.05 M rows it leaves Spark's 8, where nothing spills
+either (sized to 11 there, it took 24.7 s against 23.5 s: the grouping's
 partial aggregation moves above the shuffle, into each reader). Not measured on a cluster:
 its executors' memory per core sets its tasks' share the same way.
 """
