@@ -89,7 +89,9 @@ class FastMeasurer:
         self.decile_every = decile_every if keys else 1
         # per-key state a task of the key grouping is given; None: from the session's settings
         self.task_share = task_share
-        self.string_keys = sum(isinstance(shadow.schema[k].dataType, StringType) for k in keys)
+        # string keys take more of the grouping's memory; named as Spark resolves them, any case
+        types = {f.name.lower(): f.dataType for f in shadow.schema.fields}
+        self.string_keys = sum(isinstance(types.get(k.lower()), StringType) for k in keys)
         self.jobs = 0  # Spark jobs run, for benchmarks and tests
         self.grouped: list[str] = []  # the columns the last run's key grouping carried
         self.mirrored: frozenset[str] = frozenset()  # the partitions it read shadow's rows only of
