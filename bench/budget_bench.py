@@ -1,12 +1,12 @@
-"""The sketch budget's fallback, at three years of daily partitions x 40 numeric columns: one
+"""The percentile grids' budget fallback, at three years of daily partitions x 40 numeric columns: one
 validation's measuring jobs (`FastMeasurer`, keyed) over 1,095 partitions, at two row counts
 10x apart, each in a fresh process on `local-cluster[2,1,1024]` so that what is measured is
 only the driver (the Python process and the driver JVM, peak RSS).
 
-43,800 partition-columns are past `bins.SKETCH_BUDGET` (one KLL sketch per partition and column
-would bring about 1 GB to the driver, one percentile grid about 2 GB held in Python), so live's
-deciles come from nine percentiles (of every live row at these sizes: `decile_every`) and its
-histograms from the rows: the run must say it neither sketched nor read a grid.
+43,800 partition-columns are past `live_grid.BUDGET` (one percentile grid per partition and
+column would hold about 2 GB in Python), so live's deciles come from nine percentiles (of every
+live row at these sizes: `decile_every`) and its histograms from the rows: the run must say it
+read no grid.
 What reaches the driver is a few rows per partition and column whatever the rows, so the peaks
 stay flat (within 20%) at 10x the rows.
 """
@@ -41,7 +41,7 @@ def _tables(spark: Any, partitions: int, rows: int) -> tuple[Any, Any]:
 def child(partitions: int, rows: int) -> dict[str, Any]:
     from pyspark.sql import SparkSession
 
-    from shadow_backfill.validate.measure.bins import sketches_fit
+    from shadow_backfill.validate.measure import live_grid
     from shadow_backfill.validate.measure.fast import FastMeasurer
     from shadow_backfill.validate.measure.profile_job import decile_every
 
@@ -54,7 +54,12 @@ def child(partitions: int, rows: int) -> dict[str, Any]:
     shadow, live = _tables(spark, partitions, rows)
     texts = [(START + dt.timedelta(days=d)).isoformat() for d in range(partitions)]
     measurer = FastMeasurer(
-        shadow, live, partition="ds", keys=["entity_id"], max_categories=20, decile_every=decile_every([rows])
+        shadow,
+        live,
+        partition="ds",
+        keys=["entity_id"],
+        max_categories=20,
+        decile_every=decile_every(dict.fromkeys(texts, rows)),
     )
     t = time.perf_counter()
     profiles = measurer.run(texts)
@@ -65,8 +70,7 @@ def child(partitions: int, rows: int) -> dict[str, Any]:
     return {
         "rows_per_side": partitions * rows,
         "partition_columns": partitions * COLUMNS,
-        "fits_budget": sketches_fit(partitions, COLUMNS),
-        "sketched": measurer.sketched,
+        "fits_budget": live_grid.fits(partitions, COLUMNS),
         "live_counted": measurer.live_counted,
         "grouped": measurer.grouped,
         "partitions_with_changes": changed,
@@ -84,10 +88,10 @@ def main(argv: list[str]) -> int:
         print(json.dumps(child(args.partitions, args.scale)))
         return 0
     runs, py_ratio, jvm_ratio = peaks_at_1x_and_10x("bench.budget_bench", args.partitions, args.scale)
-    fell_back = not any(r["sketched"] or r["live_counted"] or r["fits_budget"] for r in runs)
+    fell_back = not any(r["live_counted"] or r["fits_budget"] for r in runs)
     res = {"scenario": "budget", "partitions": args.partitions, "columns": COLUMNS, "runs": runs}
     checks = [
-        {"name": "past the sketch budget: nine percentiles, row bins", "value": int(fell_back), "target": ">= 1"},
+        {"name": "past the grids' budget: nine percentiles, row bins", "value": int(fell_back), "target": ">= 1"},
         {"name": "driver Python peak RSS, 10x rows / 1x", "value": py_ratio, "target": "<= 1.2"},
         {"name": "driver JVM peak RSS, 10x rows / 1x", "value": jvm_ratio, "target": "<= 1.2"},
         {
@@ -103,7 +107,7 @@ def main(argv: list[str]) -> int:
     for r in runs:
         lines.append(
             f"  {r['rows_per_side']:>9} rows/side  python {r['python_peak_mb']:7.1f} MB  "
-            f"driver JVM {r['jvm_peak_mb']:7.1f} MB  {r['s']:6.1f} s  sketched {r['sketched']}"
+            f"driver JVM {r['jvm_peak_mb']:7.1f} MB  {r['s']:6.1f} s  grids {r['live_counted']}"
         )
     lines.append(f"  10x rows: python x{py_ratio}, driver JVM x{jvm_ratio} (target <= 1.2: flat)")
     return finish("budget", res, checks, lines, args.out)

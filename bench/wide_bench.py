@@ -50,7 +50,7 @@ def _largest_facts_method(spark: Any, measurer: Any, texts: list[str]) -> int:
 
     profiles = {t: PartitionProfile(t) for t in texts}
     keys = measurer.facts.keys
-    profiled = run_profile(measurer.union, measurer.plan, {}, profiles, 1, keys)
+    profiled = run_profile(measurer.union, measurer.plan, {}, profiles, {}, keys)
     agreed = {t: profiled.prints.agreed(t) for t in texts}  # every column changed: nothing mirrored
     spec = replace(measurer.facts, compared=measurer.grouped, agreed=agreed, live_counts=profiled.live_counts)
     thresholds = edges_frame(spark, spec, profiled.edges, measurer.union.schema[PARTITION_COLUMN].dataType)

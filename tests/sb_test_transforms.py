@@ -206,7 +206,7 @@ WIDE_ROWS = 300  # rows per day of the `wide` tables: enough for the distributio
 SHIFT_DAY, NUDGE_DAY = dt.date(2024, 1, 1), dt.date(2024, 1, 2)
 
 
-WIDE_BIG_ROWS = 25_000  # past twice profile_job.DECILE_SAMPLE: the deciles come from a sample
+WIDE_BIG_ROWS = 25_000  # past twice profile_job.DECILE_SAMPLE: the deciles from every 4th row
 
 
 def wide(spark: SparkSession, partitions: list[dt.date], rows: int = WIDE_ROWS) -> DataFrame:

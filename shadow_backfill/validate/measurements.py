@@ -94,7 +94,7 @@ class SideStats:
 class Histogram:
     """Both sides' values counted into the bins of live's deciles (`edges`, taken from every
     `edges_every`-th live row); `live` and `shadow` are the counts per bin, 10 bins. For a
-    column no key changed, live's counts may be read off the profile's sketch or percentile
+    column no key changed, live's counts may be read off the profile's percentile
     grid (scaled from that sample: `measure/live_grid.py`) and shadow's are their copy."""
 
     edges: tuple[float, ...]

@@ -103,8 +103,8 @@ class Validator:
         if written:
             shadow = self.table.fmt.read_partitions(cfg.shadow, written, shadow_version)
             live = self.table.fmt.read_partitions(cfg.live_table, written, live_version)
-            every = self._decile_every(written, [records[k].rows or 0 for k in written])
-            result.verdicts += self._judge(written, shadow, live, suites, every)
+            rows = [records[k].rows or 0 for k in written]
+            result.verdicts += self._judge(written, shadow, live, suites, rows)
             if queries:
                 self._downstream(queries, result.verdicts, shadow, live)
             judge_range(result.verdicts, cfg.validation, self._earlier())
@@ -177,19 +177,55 @@ class Validator:
                         f"keys: column {key!r} does not exist in table {table!r} (columns: {sorted(columns)})"
                     )
 
-    def _decile_every(self, keys: list[str], shadow_rows: list[int]) -> int:
-        """How sparsely the live deciles may be sampled (`profile_job.decile_every`), from live's
-        row counts in the table's metadata (no scan). The shadow's rows, which recompute keeps,
-        rule sampling out for free where a partition is small, so only large validations read
-        that metadata (a Spark job on some formats). Without keys a row has no identity to be
-        chosen by (identical rows would be taken or left together): every row."""
-        if not self.table.config.keys or decile_every(shadow_rows) == 1:
-            return 1
+    def measurer(
+        self,
+        shadow: Any,
+        live: Any,
+        keys: list[str],
+        shadow_rows: Sequence[int],
+        *,
+        extra_aggs: Mapping[str, Any] | None = None,
+        unique_columns: Sequence[str] = (),
+        task_share: int | None = None,
+    ) -> FastMeasurer:
+        """The measuring jobs of partitions `keys` (shadow's rows as recompute counted them) as
+        the table's config sets them up: one place, so that a benchmark measures what a
+        validation runs. `task_share` overrides the key grouping's sizing
+        (`measure/key_partitions.py`)."""
+        validation = self.table.config.validation
+        every = self._decile_every(keys, list(shadow_rows))
+        return FastMeasurer(
+            shadow,
+            live,
+            partition=self.table.scheme.column,
+            partition_value=self.table.scheme.key_value(),
+            keys=self.table.config.keys,
+            max_categories=validation.max_categories,
+            extra_aggs=extra_aggs,
+            unique_columns=unique_columns,
+            tolerance=validation.tolerance,
+            sample_rows=validation.sample_rows,
+            expected=list(validation.contract),
+            decile_every={self.table.scheme.column_text(k): m for k, m in every.items()},
+            declared_added=validation.expected_schema_changes.added,
+            task_share=task_share,
+        )
+
+    def _decile_every(self, keys: list[str], shadow_rows: list[int]) -> dict[str, int]:
+        """Per partition key, how sparsely its live deciles may be sampled
+        (`profile_job.decile_every`), from live's row counts in the table's metadata (no scan),
+        or shadow's where that has none. The shadow's rows, which recompute keeps, rule sampling
+        out for free where every partition is small, so only large validations read that
+        metadata (a Spark job on some formats). Without keys a row has no identity to be chosen
+        by (identical rows would be taken or left together): every row."""
+        shadow = dict(zip(keys, shadow_rows, strict=True))
+        if not self.table.config.keys or set(decile_every(shadow).values()) <= {1}:
+            return {}
         try:
             counts = self.table.fmt.partition_row_counts(self.table.config.live_table)
-        except Exception:  # metadata a format cannot read: the deciles of every row
-            return 1
-        return decile_every(counts.get(k, 0) for k in keys)
+        except Exception:  # metadata a format cannot read: shadow's counts stand for live's
+            counts = {}
+        return decile_every({k: counts.get(k) or shadow[k] for k in keys})
 
     def _check_contract(self, compared: list[str]) -> None:
         """An expected change must name a column both tables have with the same type; a typo
@@ -202,27 +238,15 @@ class Validator:
             )
 
     def _judge(
-        self, keys: list[str], shadow: Any, live: Any, suites: list[Suite], decile_every: int
+        self, keys: list[str], shadow: Any, live: Any, suites: list[Suite], shadow_rows: list[int]
     ) -> list[PartitionVerdict]:
         expectations = [e for s in suites for e in s.expectations]
         compiled, unique, _ = split_supported(expectations)
         # Compiled expectations ride along in the profile job and uniqueness in the facts job:
         # only expectations GX alone can evaluate cost work of their own.
         extra = {name: col for c in compiled for name, col in c.aggs.items()}
-        measurer = FastMeasurer(
-            shadow,
-            live,
-            partition=self.table.scheme.column,
-            partition_value=self.table.scheme.key_value(),
-            keys=self.table.config.keys,
-            max_categories=self.table.config.validation.max_categories,
-            extra_aggs=extra,
-            unique_columns=[e.kwargs["column"] for e in unique],
-            tolerance=self.table.config.validation.tolerance,
-            sample_rows=self.table.config.validation.sample_rows,
-            expected=list(self.table.config.validation.contract),
-            decile_every=decile_every,
-            declared_added=self.table.config.validation.expected_schema_changes.added,
+        measurer = self.measurer(
+            shadow, live, keys, shadow_rows, extra_aggs=extra, unique_columns=[e.kwargs["column"] for e in unique]
         )
         self._check_contract(measurer.plan.compared)
         text_of = {k: self.table.scheme.column_text(k) for k in keys}

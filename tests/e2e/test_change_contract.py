@@ -18,8 +18,8 @@ from shadow_backfill import Backfill, ConfigError
 from shadow_backfill.cli import app
 from shadow_backfill.validate.judge import PartitionVerdict
 from shadow_backfill.validate.measure import sample_cut
-from shadow_backfill.validate.measure.capabilities import engine_capabilities
 from shadow_backfill.validate.measure.facts_spec import _threshold, bin_of
+from shadow_backfill.validate.measure.live_grid import ACCURACY
 from shadow_backfill.validate.measure.profile_job import DECILE_SAMPLE, decile_every
 
 # The judge works on the rows read, whatever their format: one backend per Spark engine (the
@@ -232,19 +232,17 @@ def test_samples_are_the_largest_changes_however_many_keys_changed(
     assert again == {day: verdicts[day].metrics.as_json()["samples"] for day in (shift, nudge)}
 
 
-def test_deciles_of_a_large_partition_come_from_a_sketch_or_a_sample(make: MakeBackfill) -> None:
-    """Past twice DECILE_SAMPLE live rows, the bin edges come from a KLL sketch of every live
-    row where the engine has one (Spark 4.1), else from every m-th live row (the percentiles
-    cost per row); each bin still holds about a tenth of live, and the histograms add up to
-    every row (live's, for a column no key changed, read off the sketch or the percentile grid,
-    scaled from its sample on Spark 3.5)."""
+def test_deciles_of_a_large_partition_come_from_a_sample(make: MakeBackfill) -> None:
+    """Past twice DECILE_SAMPLE live rows, the bin edges come from every m-th live row (the
+    percentiles cost per row); each bin still holds about a tenth of live, and the histograms
+    add up to every row (live's, for a column no key changed, read off the percentile grid,
+    scaled from its sample)."""
     day = t.SHIFT_DAY.isoformat()
     bf = make(seed_live=False, transform={"function": "sb_test_transforms:wide_big"})
     _seed_wide(bf, day, day, t.WIDE_BIG_ROWS)
     v = _verdicts(bf, day, day)[day]
     hist = v.metrics.as_json()["columns"]["amount"]["hist"]
-    sampled = 1 if engine_capabilities(bf.spark).kll_sketches else t.WIDE_BIG_ROWS // DECILE_SAMPLE
-    assert hist["edges_every"] == sampled and sampled in (1, 2)
+    assert hist["edges_every"] == 4 and DECILE_SAMPLE <= t.WIDE_BIG_ROWS / 4 < 2 * DECILE_SAMPLE
     assert sum(hist["live"]) == sum(hist["shadow"]) == t.WIDE_BIG_ROWS
     assert all(0.09 * t.WIDE_BIG_ROWS <= n <= 0.11 * t.WIDE_BIG_ROWS for n in hist["live"]), hist["live"]
     assert hist["live"] == hist["shadow"] and v.verdict == "pass"
@@ -254,10 +252,17 @@ def test_deciles_of_a_large_partition_come_from_a_sketch_or_a_sample(make: MakeB
     assert v.metrics.as_json()["columns"]["amount"]["hist"]["edges_every"] == 1
 
 
-def test_the_decile_sample_leaves_the_smallest_partition_enough_rows() -> None:
-    assert decile_every([45_000, 45_000]) == 4 and decile_every([45_000, 19_999]) == 1
-    assert decile_every([10**9, 0]) == 1  # a partition whose count metadata lacks: every row
-    assert decile_every([]) == 1
+def test_the_decile_sample_leaves_each_partition_enough_rows() -> None:
+    """Each partition's own m, a power of two, leaves it `DECILE_SAMPLE` rows or more and fewer
+    than twice that: below percentile_approx's accuracy, where its summary keeps every value,
+    so the deciles are exact on the sample whatever order Spark merges the tasks' summaries in,
+    however the partitions' sizes differ."""
+    assert decile_every({"a": 45_000, "b": 7_999, "c": 0, "d": 8_000}) == {"a": 8, "b": 1, "c": 1, "d": 2}
+    assert decile_every({}) == {}
+    for rows in (DECILE_SAMPLE * 2 - 1, DECILE_SAMPLE * 2, 45_000, 444_400, 10**9 + 7):
+        every = decile_every({"p": rows})["p"]
+        assert every & (every - 1) == 0 and (rows < 2 * DECILE_SAMPLE or rows / every >= DECILE_SAMPLE)
+        assert rows / every < 2 * DECILE_SAMPLE and 2 * DECILE_SAMPLE + 400 < ACCURACY, (rows, every)
 
 
 def test_a_value_s_bin_is_the_number_of_thresholds_it_lies_above(spark: Any) -> None:

@@ -26,7 +26,7 @@ def _changed(spark: Any, shadow_rows: Sequence[tuple[Any, ...]]) -> set[str]:
     when the key sets' do."""
     shadow, live = (spark.createDataFrame(list(rows), SCHEMA) for rows in (shadow_rows, LIVE))
     m = FastMeasurer(shadow, live, partition="ds", keys=["id"], max_categories=5)
-    prints = run_profile(m.union, m.plan, {}, {"1": PartitionProfile("1")}, 1, ["id"]).prints
+    prints = run_profile(m.union, m.plan, {}, {"1": PartitionProfile("1")}, {}, ["id"]).prints
     sides = [prints.sides[("1", side)] for side in ("live", "shadow")]
     return prints.changed("1") | ({"keys"} if sides[0][None] != sides[1][None] else set())
 
@@ -58,7 +58,7 @@ def test_a_null_moved_from_value_to_key_is_seen(spark: Any) -> None:
     live = spark.createDataFrame([(1, None, "a"), (1, "b", "b")], schema)
     shadow = spark.createDataFrame([(1, "a", None), (1, "b", "b")], schema)
     m = FastMeasurer(shadow, live, partition="ds", keys=["id"], max_categories=5)
-    prints = run_profile(m.union, m.plan, {}, {"1": PartitionProfile("1")}, 1, ["id"]).prints
+    prints = run_profile(m.union, m.plan, {}, {"1": PartitionProfile("1")}, {}, ["id"]).prints
     assert "s" not in prints.agreed("1")
 
 

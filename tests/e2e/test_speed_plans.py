@@ -56,7 +56,7 @@ def _facts_plan(spark: Any, live_rows: int, key_partitions: int | None = None) -
     shadow, live = _sides(spark)
     measurer = FastMeasurer(shadow, live, partition="ds", keys=["id"], max_categories=10, sample_rows=5)
     profiles = {t: PartitionProfile(t) for t in ("0", "1")}
-    edges = run_profile(measurer.union, measurer.plan, {}, profiles, 1, ["id"]).edges
+    edges = run_profile(measurer.union, measurer.plan, {}, profiles, {}, ["id"]).edges
     assert edges, "no live deciles: the bins branch, which a trick is for, would not be planned"
     spec = replace(measurer.facts, key_partitions=key_partitions)
     thresholds = edges_frame(spark, spec, edges, measurer.union.schema[PARTITION_COLUMN].dataType)
@@ -189,7 +189,7 @@ def test_wide_tables_outgrow_hotspot_s_method_limit_so_sessions_cap_it(generated
     shadow = live.select("ds", "id", *[(F.col(c) + 1.0).alias(c) for c in columns])
     measurer = FastMeasurer(shadow, live, partition="ds", keys=["id"], max_categories=10, sample_rows=5)
     profiles = {t: PartitionProfile(t) for t in ("0", "1")}
-    edges = run_profile(measurer.union, measurer.plan, {}, profiles, 1, ["id"]).edges
+    edges = run_profile(measurer.union, measurer.plan, {}, profiles, {}, ["id"]).edges
     spec = measurer.facts
     assert list(spec.compared) == columns, "every column changed: the key grouping carries them all"
     thresholds = edges_frame(spark, spec, edges, measurer.union.schema[PARTITION_COLUMN].dataType)

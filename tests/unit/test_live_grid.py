@@ -1,7 +1,7 @@
-"""Live's histogram read off a grid of percentiles (`measure/live_grid.py`), where the engine
-has no KLL sketch: exact for a partition of at most `STEPS` values, within a grid step above,
-NaN ordered above every number as Spark orders it, and the bins adding up to live's values.
-The grid here is what `percentile_approx` gives where it is exact (`_grid`);
+"""Live's histogram read off a grid of percentiles (`measure/live_grid.py`): exact for a
+partition of at most `STEPS` values, within a grid step above, NaN ordered above every number
+as Spark orders it, and the bins adding up to live's values. The grid here is what
+`percentile_approx` gives where it is exact (`_grid`);
 `tests/formats/test_measure_reference.py` holds Spark's own to the reference."""
 
 from __future__ import annotations
@@ -92,3 +92,8 @@ def test_nan_lies_above_every_number_and_on_a_nan_threshold() -> None:
     assert live_grid.count_at_or_below(grid, 4, math.inf) == 2
     assert live_grid.count_at_or_below(grid, 4, math.nan) == 4
     assert live_grid.count_at_or_below(grid, 4, 0.5) == 0
+
+
+def test_the_grids_of_a_validation_fit_the_driver() -> None:
+    assert live_grid.fits(365, 8) and live_grid.fits(90, 30)
+    assert not live_grid.fits(1095, 40), "43,800 grids: past the budget, nine deciles and the row bins"

@@ -22,12 +22,9 @@ from pyspark.sql import functions as F
 class EngineCapabilities:
     """`array_percentiles`: `percentile_approx` takes an array of percentages and sorts a column
     once for all nine deciles (Spark does; Sail, on DataFusion, has only the scalar form, which
-    sorts once per decile). `kll_sketches`: DataSketches' KLL sketch functions, from which the
-    profile job reads live's deciles and histogram (`live_sketch.py`; Spark 4.1 has
-    them, Spark 3.5 and Sail do not)."""
+    sorts once per decile)."""
 
     array_percentiles: bool
-    kll_sketches: bool = False
 
 
 _FOUND: weakref.WeakKeyDictionary[Any, EngineCapabilities] = weakref.WeakKeyDictionary()
@@ -39,27 +36,12 @@ def engine_capabilities(spark: SparkSession) -> EngineCapabilities:
     if found is None:
         found = _FOUND[spark] = EngineCapabilities(
             array_percentiles=_runs(lambda: _percentiles_probe(spark)),
-            kll_sketches=_reads_kll() and _runs(lambda: _kll_probe(spark)),
         )
     return found
 
 
 def _percentiles_probe(spark: SparkSession) -> DataFrame:
     return spark.range(2).agg(F.percentile_approx(F.col("id").cast("double"), [0.5, 0.9], 100))
-
-
-def _reads_kll() -> bool:
-    """Whether the driver can read a KLL sketch (the `datasketches` package, a dependency)."""
-    try:
-        import datasketches  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def _kll_probe(spark: SparkSession) -> DataFrame:
-    sketch = F.call_function("kll_sketch_agg_double", F.col("id").cast("double"), F.lit(64))
-    return spark.range(2).agg(sketch.alias("s")).select(F.call_function("kll_sketch_get_rank_double", "s", F.lit(0.5)))
 
 
 def _runs(probe: Callable[[], DataFrame]) -> bool:

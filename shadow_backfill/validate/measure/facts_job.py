@@ -181,11 +181,11 @@ class _Tally:
         for c in spec.unique_columns:
             prof.unique.setdefault(c, Uniqueness())
         agreed = spec.agreed.get(text, frozenset())
-        sketched = spec.live_counts.get(text, {})
+        gridded = spec.live_counts.get(text, {})
         for c, e in edges.get(text, {}).items():
             lh, sh = self.hist.get((text, c), ([0.0] * N_BINS, [0.0] * N_BINS))
-            if c not in spec.compared and c in sketched:  # not counted from the rows: the profile's
-                lh = list(sketched[c])
+            if c not in spec.compared and c in gridded:  # not counted from the rows: the profile's
+                lh = list(gridded[c])
             if c in agreed:  # the same (key, value) pairs on both sides: the same histogram
                 sh = list(lh)
             prof.set_column(c, histogram=Histogram(tuple(e), tuple(lh), tuple(sh), edges_every))
@@ -218,7 +218,7 @@ def _row_bins(
     it): built as Column objects, each of the 20 counts per column cost a dozen calls into the
     JVM, 2.8 s of plan building for four columns, as much as the job itself on small
     partitions (365 x 1,000 rows per side). None without such facts, and where the profile
-    gave live's histograms (`spec.live_counts`, a sketch or a grid): a column the grouping leaves
+    gave live's histograms (`spec.live_counts`, from its grid): a column the grouping leaves
     out agrees wherever both sides have rows, so its histograms are live's and its copy, or
     shadow has none."""
     if not bins or spec.live_counts:
@@ -349,7 +349,11 @@ def _texts(source: DataFrame, spec: FactsSpec, samples: list[SampleRow]) -> bool
 
 
 def run_facts(
-    source: DataFrame, spec: FactsSpec, edges: Edges, profiles: Mapping[str, PartitionProfile], edges_every: int = 1
+    source: DataFrame,
+    spec: FactsSpec,
+    edges: Edges,
+    profiles: Mapping[str, PartitionProfile],
+    edges_every: Mapping[str, int] | None = None,
 ) -> int:
     """Fill key diff, change metrics, samples, uniqueness, histograms and category frequencies
     into `profiles` from `source` (rows tagged by `plan.tag`); returns the Spark jobs run: one,
@@ -377,7 +381,7 @@ def run_facts(
         if (prof := profiles.get(s.partition)) is not None:
             tally.sample(s, prof)
     for text, prof in profiles.items():
-        tally.finish(text, prof, edges, edges_every)
+        tally.finish(text, prof, edges, (edges_every or {}).get(text, 1))
     return jobs
 
 

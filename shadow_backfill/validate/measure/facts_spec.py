@@ -54,8 +54,8 @@ class FactsSpec:
     # partitions whose keys and every column in `compared` agree: the key grouping reads shadow
     # there and mirrors it as live (`key_facts.by_key`)
     mirrored: frozenset[str] = frozenset()
-    # per partition text and numeric column, live's histogram as the profile read it off a sketch
-    # or a percentile grid (`live_sketch.py`, `live_grid.py`): the facts job need not count
+    # per partition text and numeric column, live's histogram as the profile read it off its
+    # percentile grid (`live_grid.py`): the facts job need not count
     # live's rows for a column it does not carry
     live_counts: Mapping[str, Mapping[str, tuple[float, ...]]] = field(default_factory=dict)
     # the key grouping's shuffle partitions, None for the session's (`key_partitions.py`)

@@ -63,7 +63,7 @@ class FastMeasurer:
         tolerance: Tolerance = EXACT,
         sample_rows: int = 0,
         expected: Sequence[str] = (),
-        decile_every: int = 1,
+        decile_every: Mapping[str, int] | None = None,
         declared_added: Sequence[str] = (),
         task_share: int | None = None,
     ) -> None:
@@ -85,8 +85,9 @@ class FastMeasurer:
             sample_first=[c for c in self.plan.compared if c not in set(expected)],
             integral=[c for c in self.plan.numeric if isinstance(shadow.schema[c].dataType, IntegralType)],
         )
-        # the live deciles from every m-th row (profile_job); chosen by key, so only with keys
-        self.decile_every = decile_every if keys else 1
+        # per partition text, the live deciles from every m-th row (`profile_job.decile_every`);
+        # chosen by key, so only with keys
+        self.decile_every = dict(decile_every or {}) if keys else {}
         # per-key state a task of the key grouping is given; None: from the session's settings
         self.task_share = task_share
         # string keys take more of the grouping's memory; named as Spark resolves them, any case
@@ -95,15 +96,15 @@ class FastMeasurer:
         self.jobs = 0  # Spark jobs run, for benchmarks and tests
         self.grouped: list[str] = []  # the columns the last run's key grouping carried
         self.mirrored: frozenset[str] = frozenset()  # the partitions it read shadow's rows only of
-        self.sketched = False  # whether the last run read live's histograms off KLL sketches
-        self.live_counted = False  # whether they came with the profile (a sketch or `live_grid`)
+        self.live_counted = False  # whether live's histograms came with the profile (`live_grid`)
         self.key_partitions: int | None = None  # the last run's key grouping's shuffle partitions, if sized
 
     def run(self, partition_texts: Sequence[str]) -> dict[str, PartitionProfile]:
         profiles = {t: PartitionProfile(t) for t in partition_texts}
         keys = self.facts.keys
         tolerance = self.facts.tolerance
-        profiled = run_profile(self.union, self.plan, self.extra_aggs, profiles, self.decile_every, keys, tolerance)
+        every = {t: self.decile_every.get(t, 1) for t in partition_texts}
+        profiled = run_profile(self.union, self.plan, self.extra_aggs, profiles, every, keys, tolerance)
         self.jobs += 1
         prints = profiled.prints
         grouped = prints.changed_columns(partition_texts) if keys else list(self.facts.compared)
@@ -111,7 +112,7 @@ class FastMeasurer:
         agreed = {t: prints.agreed(t) for t in partition_texts}
         mirrored = frozenset(t for t in partition_texts if prints.keys_agree(t) and set(grouped) <= agreed[t])
         self.mirrored = mirrored
-        sketched = profiled.live_counts if keys else {}  # without keys every row is counted anyway
+        gridded = profiled.live_counts if keys else {}  # without keys every row is counted anyway
         sized = self._key_partitions(profiles, grouped) if keys else None
         self.key_partitions = sized
         facts = replace(
@@ -119,12 +120,10 @@ class FastMeasurer:
             compared=grouped,
             agreed=agreed,
             mirrored=mirrored,
-            live_counts=sketched,
+            live_counts=gridded,
             key_partitions=sized,
         )
-        self.sketched = profiled.sketched
-        self.live_counted = bool(sketched)
-        every = 1 if profiled.sketched else self.decile_every
+        self.live_counted = bool(gridded)
         self.jobs += run_facts(self.union, facts, profiled.edges, profiles, every)
         unchanged = [c for c in self.facts.compared if c not in grouped]
         if unchanged:

@@ -1,23 +1,28 @@
-"""Live's histogram from the percentiles the profile job takes anyway, where the engine has no
-KLL sketch (Spark 3.5): live's rows are not read again to count it.
+"""Live's histogram from the percentiles the profile job takes anyway: live's rows are not
+read again to count it.
 
-Without a sketch the profile job takes live's deciles with `percentile_approx` on a sample of
-live's keys (every m-th, `profile_job.decile_every`), and the facts job used to read every live
-row once more to count it into the bins of those deciles: on an unchanged table that read was
-a third of the facts job (4.6 of 10.4 task seconds at 4.05 M rows per side, PySpark 3.5). Asked
-for 1,001 percentiles (0, 0.001, ..., 1) instead of nine, the same aggregation over the same
-sample gives its whole distribution function, from which live's count at or below each
-threshold is read here, in plain Python. The deciles are the grid's every 100th value: the
-same numbers the nine percentages gave.
+The profile job takes live's deciles with `percentile_approx` on a sample of live's keys (every
+m-th, `profile_job.decile_every`), and the facts job used to read every live row once more to
+count it into the bins of those deciles: on an unchanged table that read was a third of the
+facts job (4.6 of 10.4 task seconds at 4.05 M rows per side, PySpark 3.5). Asked for 1,001
+percentiles (0, 0.001, ..., 1) instead of nine, the same aggregation over the same sample
+gives its whole distribution function, from which live's count at or below each threshold is
+read here, in plain Python. The deciles are the grid's every 100th value: the same numbers the
+nine percentages gave.
 
-How close: where the grid is taken from at most `STEPS` values and every live row (the sample
-is every m-th row, m set by the smallest partition: `profile_job.decile_every`) the counts are
-exact, as the percentiles are; above, a count lies between two grid points 0.1% of the values
-apart and is taken at their middle (plus `percentile_approx`'s own rank error, 1 / `ACCURACY`),
-and a sampled partition adds the sample's error, about 0.3% of a share at 10,000 rows (its
-standard error). As with the sketch (`live_sketch.py`), verdicts do not rest on it: the count is
-used only for a column whose fingerprints agree on both sides, whose shadow histogram is then
-the same copy, or where shadow has no rows. A changed column is counted exactly, from the key grouping.
+How close: where the grid is taken from at most `STEPS` values and every live row the counts
+are exact, as the percentiles are; above, a count lies between two grid points 0.1% of the
+values apart and is taken at their middle, and a sampled partition adds the sample's error,
+about 0.5% of a share at 4,000 rows (its standard error). Below `ACCURACY` values the grid is
+exact on the sample, so every run reads the same counts. Verdicts do not rest on them: the
+count is used only for a column whose fingerprints agree on both sides, whose shadow histogram
+is then the same copy, or where shadow has no rows. A changed column is counted exactly, from
+the key grouping.
+
+On Spark 4.1 a KLL sketch of every live row gave the deciles and counts before, about as fast
+(the measuring jobs of `logic` at 4.05 M rows per side: 19.1-19.7 s with it, 19.8-22.0 s with
+the grid) but with other deciles on each run, as its compactions are random
+(`docs/design/validation.md`).
 """
 
 from __future__ import annotations
@@ -29,11 +34,17 @@ from collections.abc import Sequence
 STEPS = 1000
 ACCURACY = 10_000  # percentile_approx's: a percentile's rank is within n / ACCURACY of its own
 # A grid held on the driver: 1,001 floats in the collected row, about 42 kB in Python (measured
-# with tracemalloc), so past about 2,900 partition-columns the budget (`bins.sketches_fit`)
-# keeps the nine deciles and the row bins.
-GRID_BYTES = 45_000
+# with tracemalloc). Past `BUDGET` (about 2,900 partition-columns) the profile keeps the nine
+# deciles and the facts job counts live's histograms from the rows, so the collect stays far
+# below Spark's 1 GB `spark.driver.maxResultSize` (`python -m bench budget`).
+GRID_BYTES, BUDGET = 45_000, 128 * 2**20
 GRID = [j / STEPS for j in range(STEPS + 1)]  # j / 1000 is the same float as i / 10 at j = 100 i
 DECILE_AT = [100 * i for i in range(1, 10)]  # the grid's indexes of QUANTILES
+
+
+def fits(partitions: int, columns: int) -> bool:
+    """Whether one grid per partition and numeric column fits the driver's budget."""
+    return partitions * columns * GRID_BYTES <= BUDGET
 
 
 def grid_sql() -> str:

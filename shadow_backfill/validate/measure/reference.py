@@ -63,7 +63,7 @@ class ReferenceMeasurer:
         self, shadow: DataFrame, live: DataFrame, texts: Sequence[str], edges: Edges | None = None
     ) -> dict[str, PartitionProfile]:
         """Every partition of `texts`; the histograms on `edges` when given (to count on the
-        same bins as a sketch found), else on live's exact deciles."""
+        same bins as the fast path found), else on live's exact deciles."""
         plan = plan_columns(shadow.schema, live.schema, self.partition, self.keys)
         profiles = {t: PartitionProfile(t) for t in texts}
         for side, df, columns in (("shadow", shadow, [*plan.compared, *plan.added]), ("live", live, plan.compared)):
