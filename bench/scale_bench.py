@@ -33,7 +33,7 @@ from typing import Any
 
 from bench.common import RESULTS, check, finish, keys_for, seed_live, workspace
 from bench.memory_bench import _driver_jvm_peak_mb
-from bench.scenarios import SCENARIOS, measure
+from bench.scenarios import SCENARIOS, measure, scenario_workspace
 from bench.validate_bench import SUITE, cheap_scan, fair_limit, run_fast, run_naive
 
 ROWS_PER_SCALE = 200  # entities per partition per scale step (the demo's generator)
@@ -101,14 +101,7 @@ def _scenarios(workdir: Path, scale: int, keys: list[str], names: list[str], dat
     then validated against its baselines (`scenarios.measure`)."""
     out = {}
     for name in names:
-        function, validation = SCENARIOS[name]
-        extra = {
-            "transform": {"function": function},
-            "shadow_table": f"local.bench.features_{name}",
-            "validation": validation,
-        }
-        bf = workspace(workdir, scale=scale, transform="features_v1", extra=extra, name=name)
-        bf.run(partitions=keys, max_parallel=2)
+        bf = scenario_workspace(workdir, scale, keys, name)
         bf.validate(partitions=keys[:5])  # warm-up: this shadow's first reads
         out[name] = measure(bf, keys, datacompy=datacompy)
     return out

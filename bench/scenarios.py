@@ -24,11 +24,13 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from bench.common import workspace
 from bench.jobs import job_log
 from bench.validate_bench import fair_limit
 
@@ -75,6 +77,20 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any]]] = {
         {"expected_changes": {c: {"changed_share": {"warn": None, "fail": 1.0}} for c in COMPARED}},
     ),
 }
+
+
+def scenario_workspace(workdir: Path, scale: int, keys: list[str], name: str) -> Any:
+    """Scenario `name`'s shadow recomputed over `keys` into a table of its own, beside the live
+    table already seeded in `workdir` (`common.seed_live`): the Backfill that validates it."""
+    function, validation = SCENARIOS[name]
+    extra = {
+        "transform": {"function": function},
+        "shadow_table": f"local.bench.features_{name}",
+        "validation": validation,
+    }
+    bf = workspace(workdir, scale=scale, transform="features_v1", extra=extra, name=name)
+    bf.run(partitions=keys, max_parallel=2)
+    return bf
 
 
 def _both(bf: Any, keys: list[str]) -> tuple[DataFrame, DataFrame]:

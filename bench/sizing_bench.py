@@ -23,7 +23,7 @@ from typing import Any
 
 from bench.common import check, finish, keys_for, scenario_parser, seed_live, workspace
 from bench.jobs import job_log
-from bench.scenarios import SCENARIOS, plain_join
+from bench.scenarios import plain_join, scenario_workspace
 
 UNSIZED = 1 << 60  # a task share no grouping outgrows: the session's number
 
@@ -32,34 +32,22 @@ def build(workdir: Path, partitions: int, scale: int) -> tuple[Any, list[str]]:
     """Live seeded, and the `logic` scenario's shadow recomputed over it."""
     keys = keys_for(partitions)
     seed_live(workspace(workdir, scale=scale, transform="features_v1"), keys)
-    function, validation = SCENARIOS["logic"]
-    extra = {
-        "transform": {"function": function},
-        "shadow_table": "local.bench.features_logic",
-        "validation": validation,
-    }
-    bf = workspace(workdir, scale=scale, transform="features_v1", extra=extra, name="logic")
-    bf.run(partitions=keys, max_parallel=2)
-    return bf, keys
+    return scenario_workspace(workdir, scale, keys, "logic"), keys
 
 
 def measure(bf: Any, keys: list[str], share: int | None, session_partitions: int) -> dict[str, Any]:
     """The measuring jobs once, as the validator builds them, with the grouping's task share
     `share` (None: the tool's) on `session_partitions` shuffle partitions."""
-    from shadow_backfill.validate.measure.fast import FastMeasurer
+    from shadow_backfill.validate.validator import Validator
 
-    fmt, v = bf.table_format, bf.config.validation
+    fmt = bf.table_format
     bf.spark.conf.set("spark.sql.shuffle.partitions", str(session_partitions))
-    measurer = FastMeasurer(
+    records = bf.store.records(bf.shadow_table, keys)
+    measurer = Validator(bf.table).measurer(
         fmt.read_partitions(bf.shadow_table, keys),
         fmt.read_partitions(bf.live_table, keys),
-        partition=bf.scheme.column,
-        partition_value=bf.scheme.key_value(),
-        keys=bf.config.keys,
-        max_categories=v.max_categories,
-        tolerance=v.tolerance,
-        sample_rows=v.sample_rows,
-        expected=list(v.contract),
+        keys,
+        [records[k].rows or 0 for k in keys],
         task_share=share,
     )
     log = job_log(bf.spark)
