@@ -31,7 +31,7 @@ from shadow_backfill.validate.expectations import (
 from shadow_backfill.validate.judge import Check, Judge, PartitionVerdict
 from shadow_backfill.validate.measure.downstream import measure_queries
 from shadow_backfill.validate.measure.fast import FastMeasurer
-from shadow_backfill.validate.measure.profile_job import decile_every
+from shadow_backfill.validate.measure.profile_job import DECILE_SAMPLE, decile_every
 from shadow_backfill.validate.suites import Suite, check_columns, load_suites
 from shadow_backfill.vocabulary import CheckStatus, PartitionStatus, worst
 from shadow_backfill.windows import current_time, partition_age, time_zone
@@ -215,11 +215,12 @@ class Validator:
         """Per partition key, how sparsely its live deciles may be sampled
         (`profile_job.decile_every`), from live's row counts in the table's metadata (no scan),
         or shadow's where that has none. The shadow's rows, which recompute keeps, rule sampling
-        out for free where every partition is small, so only large validations read that
-        metadata (a Spark job on some formats). Without keys a row has no identity to be chosen
-        by (identical rows would be taken or left together): every row."""
+        out for free where every partition is below `DECILE_SAMPLE` (live would need 2.5 times
+        shadow's rows to pass `live_grid.EXACT_BELOW` unsampled), so only larger validations read
+        that metadata (a Spark job on some formats). Without keys a row has no identity to be
+        chosen by (identical rows would be taken or left together): every row."""
         shadow = dict(zip(keys, shadow_rows, strict=True))
-        if not self.table.config.keys or set(decile_every(shadow).values()) <= {1}:
+        if not self.table.config.keys or all(0 < n < DECILE_SAMPLE for n in shadow_rows):
             return {}
         try:
             counts = self.table.fmt.partition_row_counts(self.table.config.live_table)

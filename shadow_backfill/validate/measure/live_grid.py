@@ -13,8 +13,8 @@ nine percentages gave.
 How close: where the grid is taken from at most `STEPS` values and every live row the counts
 are exact, as the percentiles are; above, a count lies between two grid points 0.1% of the
 values apart and is taken at their middle, and a sampled partition adds the sample's error,
-about 0.5% of a share at 4,000 rows (its standard error). Below `ACCURACY` values the grid is
-exact on the sample, so every run reads the same counts. Verdicts do not rest on them: the
+about 0.5% of a share at 4,000 rows (its standard error). Below `EXACT_BELOW` values the grid
+is exact on the sample, so every run reads the same counts. Verdicts do not rest on them: the
 count is used only for a column whose fingerprints agree on both sides, whose shadow histogram
 is then the same copy, or where shadow has no rows. A changed column is counted exactly, from
 the key grouping.
@@ -32,7 +32,11 @@ import math
 from collections.abc import Sequence
 
 STEPS = 1000
-ACCURACY = 10_000  # percentile_approx's: a percentile's rank is within n / ACCURACY of its own
+ACCURACY = 20_000  # percentile_approx's: a percentile's rank is within n / ACCURACY of its own
+# Below this many values a summary is exact: Spark's `QuantileSummaries` gives a value inserted
+# or merged after n others a margin of floor(2 n / ACCURACY) ranks, and with any margin its
+# quantiles may come out a rank low, and depend on the order the tasks' summaries merge in.
+EXACT_BELOW = ACCURACY // 2
 # A grid held on the driver: 1,001 floats in the collected row, about 42 kB in Python (measured
 # with tracemalloc). Past `BUDGET` (about 2,900 partition-columns) the profile keeps the nine
 # deciles and the facts job counts live's histograms from the rows, so the collect stays far

@@ -49,7 +49,7 @@ class Profiled:
 
 
 # Live rows per partition the deciles are taken from, at least; fewer than twice as many, plus
-# the hash's spread (about 90 rows), stay under `live_grid.ACCURACY` (see `decile_every`).
+# the hash's spread (about 90 rows), stay under `live_grid.EXACT_BELOW` (see `decile_every`).
 DECILE_SAMPLE = 4_000
 Sampling = Mapping[str, int]  # partition text -> the deciles from every m-th live row (absent: 1)
 
@@ -64,9 +64,9 @@ def decile_every(live_rows: Mapping[str, int]) -> dict[str, int]:
     `live_grid.py`, scaled from the sample). From 4,000 rows a decile's rank is off by about
     0.5% (its standard error), so each bin holds 10 +/- 1.5% of live rows.
 
-    Why per partition, and no more: below `live_grid.ACCURACY` values `percentile_approx`'s
-    summary keeps every value, so its deciles are the exact ranks of the sample, whatever order
-    Spark merges the tasks' partial summaries in: every run gets the same deciles, and so the
+    Why per partition, and no more: below `live_grid.EXACT_BELOW` values `percentile_approx`'s
+    summary keeps every value with no margin, so its deciles are the exact ranks of the sample,
+    whatever order Spark merges the tasks' partial summaries in: every run gets the same deciles, and so the
     same bins, PSI and KS, however the partitions' sizes differ. (A KLL sketch of every live
     row, used on Spark 4.1 before, gave other deciles each run: its compactions are random.)
     Powers of two, so that partitions of about the same size share one m, and the filter
@@ -207,10 +207,11 @@ def run_profile(
     a partition as `every` says (`decile_every`, chosen by a hash of the `keys`), with keys as a
     grid that also gives live's histogram where the grids fit the driver (`live_grid.fits`); and with keys each
     side's fingerprints (`fingerprints.py`), which tell the facts job what it need not group."""
+    every = {t: (every or {}).get(t, 1) for t in profiles}  # a partition not named: every row
     capable = engine_capabilities(union.sparkSession)
     grid = bool(keys) and live_grid.fits(len(profiles), len(plan.numeric)) and capable.array_percentiles
     out = Profiled({}, Fingerprints(plan.compared, enabled=bool(keys)))
-    for row in _collect(union, plan, _aggregations(plan, extra_aggs, keys), every or {}, keys, grid):
+    for row in _collect(union, plan, _aggregations(plan, extra_aggs, keys), every, keys, grid):
         prof = profiles.get(row[PARTITION_COLUMN])
         if prof is not None:
             _read(row, prof, plan, extra_aggs, out)
