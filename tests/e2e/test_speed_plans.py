@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from bench.jobs import largest_generated_method
-from shadow_backfill.validate.measure import key_facts, live_grid, sample_cut
+from shadow_backfill.validate.measure import fingerprints, key_facts, live_grid, sample_cut
 from shadow_backfill.validate.measure.facts_job import facts_frame
 from shadow_backfill.validate.measure.facts_spec import _threshold, bin_of, edges_frame, fact_list
 from shadow_backfill.validate.measure.fast import FastMeasurer
@@ -196,3 +196,31 @@ def test_wide_tables_outgrow_hotspot_s_method_limit_so_sessions_cap_it(generated
     df = facts_frame(measurer.union, spec, fact_list(spec, True), thresholds, ROWS)
     largest = largest_generated_method(df)
     assert largest > 8000, f"no generated method past HotSpot's limit ({largest} bytes): the cap is not needed"
+
+
+def _hash_calls(spark: Any, key_parts: int, columns: int) -> int:
+    """Calls to xxhash64's per-field hashing in the generated code of the profile's fingerprint
+    sums of `columns` columns over a key of `key_parts` parts."""
+    keys = [f"k{i}" for i in range(key_parts)]
+    values = [f"v{j}" for j in range(columns)]
+    rows = spark.range(0, 20).select(
+        (F.col("id") % 2).alias("ds"),
+        *[(F.col("id") + i).alias(k) for i, k in enumerate(keys)],
+        *[(F.col("id") * 1.5).alias(v) for v in values],
+    )
+    grouped = rows.groupBy("ds").agg(*fingerprints.aggregations(keys, values))
+    stages = spark._jvm.org.apache.spark.sql.execution.debug.package.codegenStringSeq(
+        grouped._jdf.queryExecution().executedPlan()
+    )
+    code = "".join(str(stages.apply(i)._2()) for i in range(stages.size()))
+    return len(re.findall(r"XXH64\.hash\w+\(", code))
+
+
+def test_a_column_s_fingerprint_hashes_the_key_once_per_row(generated: Any) -> None:
+    """`fingerprints.hashes` chains a column's value onto the key's hash, which Spark computes
+    once per row: a column costs the same hashing whatever the key's parts. Hashing the key's
+    parts again in each column (as before) made it grow with them, and so would Spark no
+    longer sharing the key's hash among the columns."""
+    per_column = [_hash_calls(generated, parts, 3) - _hash_calls(generated, parts, 2) for parts in (1, 4)]
+    assert per_column[0] > 0
+    assert per_column[0] == per_column[1]
