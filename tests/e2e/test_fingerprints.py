@@ -62,6 +62,28 @@ def test_a_null_moved_from_value_to_key_is_seen(spark: Any) -> None:
     assert "s" not in prints.agreed("1")
 
 
+@pytest.mark.parametrize("broken", [0, 1], ids=["first key hash", "second key hash"])
+def test_keys_colliding_on_one_key_hash_are_told_apart_by_the_other(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, broken: int
+) -> None:
+    """Each column's hashes chain onto the key's two (`fingerprints.key_hash`): with one of
+    them constant, as if every key collided on it, two keys swapping their values are still
+    seen through the other; with both constant, they could not be (so this test can fail)."""
+    real = fingerprints.key_hash
+
+    def one_broken(keys: Sequence[str]) -> tuple[Any, Any]:
+        out = list(real(keys))
+        out[broken] = F.lit(7).cast("long")
+        return out[0], out[1]
+
+    swapped = _with(3, x=4.0)
+    swapped[4] = (1, 4, 3.0, "s4")  # keys 3 and 4 swap their values of x
+    monkeypatch.setattr(fingerprints, "key_hash", one_broken)
+    assert _changed(spark, swapped) == {"x"}
+    monkeypatch.setattr(fingerprints, "key_hash", lambda keys: (F.lit(7).cast("long"),) * 2)
+    assert _changed(spark, swapped) == set()
+
+
 @pytest.mark.parametrize("broken", [0, 1], ids=["first hash", "second hash"])
 def test_a_collision_of_one_hash_is_caught_by_the_other(
     spark: Any, monkeypatch: pytest.MonkeyPatch, broken: int

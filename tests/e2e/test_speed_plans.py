@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
@@ -216,11 +217,22 @@ def _hash_calls(spark: Any, key_parts: int, columns: int) -> int:
     return len(re.findall(r"XXH64\.hash\w+\(", code))
 
 
-def test_a_column_s_fingerprint_hashes_the_key_once_per_row(generated: Any) -> None:
+def test_a_column_s_fingerprint_hashes_the_key_once_per_row(generated: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """`fingerprints.hashes` chains a column's value onto the key's hash, which Spark computes
     once per row: a column costs the same hashing whatever the key's parts. Hashing the key's
     parts again in each column (as before) made it grow with them, and so would Spark no
     longer sharing the key's hash among the columns."""
-    per_column = [_hash_calls(generated, parts, 3) - _hash_calls(generated, parts, 2) for parts in (1, 4)]
-    assert per_column[0] > 0
-    assert per_column[0] == per_column[1]
+
+    def per_column() -> list[int]:
+        return [_hash_calls(generated, parts, 3) - _hash_calls(generated, parts, 2) for parts in (1, 4)]
+
+    chained = per_column()
+    assert chained[0] > 0 and chained[0] == chained[1], f"hash calls per column, 1 and 4 key parts: {chained}"
+
+    def unchained(keys: Sequence[str], value: str | None) -> list[Any]:  # the form before the chain
+        parts = [p for n in [*keys, *([value] if value else [])] for p in (F.col(n), F.col(n).isNull())]
+        return [F.xxhash64(*parts), F.xxhash64(F.lit("salt"), *parts)]
+
+    monkeypatch.setattr(fingerprints, "hashes", unchained)
+    again = per_column()
+    assert again[1] > again[0], f"the count cannot see the key's parts hashed per column: {again}"

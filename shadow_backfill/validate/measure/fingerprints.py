@@ -10,7 +10,8 @@ A fingerprint is exact integer sums of two 64-bit hashes of (key, value) per row
 summed as two 32-bit halves, so no sum can overflow below 2^31 rows per partition and side
 (Spark 4's ANSI mode fails a long sum that does). Sums rather than xor: a repeated row adds
 again instead of cancelling. The two hashes are xxhash64 chained from two different starts,
-as independent as two seeds. A difference is hidden only if both 64-bit sums collide at
+as independent as two seeds: the key's two hashes, and each column's value chained onto them
+(`hashes`). A difference is hidden only if both 64-bit sums collide at
 once, about 2^-128 per partition and column for data not crafted against xxhash64; the row and
 null counts must agree as well. `tests/e2e/test_fingerprints.py` checks that a collision of
 one hash is caught by the other, and that swaps, repeats and nulls are seen.
@@ -36,10 +37,12 @@ def hashes(keys: Sequence[str], value: str | None) -> list[Column]:
 
     A column's hash chains its value onto the key's hash (`key_hash`) rather than hashing the
     key's parts again: the key's two hashes are then one subexpression of every column's,
-    which Spark computes once per row. Hashing each column's key parts again cost 4.7 task
-    seconds of the profile's 8.4 at 4.05 M rows per side (`bench/results/parts-probe-*.json`).
-    The chain keeps what the sums need: a change is hidden only where both key hashes collide
-    as well as the value's, and the two chains start from independent key hashes.
+    which Spark computes once per row. At 4.05 M rows per side what the fingerprints add to
+    the profile's grouping fell from about 1.8 to 1.4 task seconds
+    (`bench/results/parts-probe-identical*.json`).
+    The chain keeps what the sums need: two keys that collide on one key hash are told apart
+    by the other (the chains start from independent hashes), so a change is hidden only where
+    both sums collide by chance, or two keys collide on both of their hashes at once.
     `tests/e2e/test_speed_plans.py` fails if a column's hash stops reusing the key's."""
     first, second = key_hash(keys)
     if value is None:
