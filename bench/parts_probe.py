@@ -1,14 +1,17 @@
 """A design probe, not a bench with targets: the measuring work of a validation split into its
-parts, each run alone as a Spark job, taking turns in one process with the plain join and the
-fair limit, so that each part's share of the two measuring jobs, and so each design's floor,
-is read off task seconds measured side by side. `docs/design/validation.md` ("Where the
-measuring jobs' time goes, part by part") reads its figures.
+parts, each run alone as a Spark job (each paying its own scan, so the parts add up to more
+than the tool's jobs), taking turns in one process with the plain join and the fair limit, so
+that each part's cost, and so each design's floor, is read off task seconds measured side by
+side. `docs/benchmarks.md` ("An unchanged table, part by part") reads its figures.
 
 The parts are built from the tool's own expressions (`profile_job`, `fingerprints`,
 `facts_job`), as the validator plans them for the scenario:
 
-- `stats`: the profile's grouping by (partition, side) without fingerprints or deciles;
-- `prints`: the fingerprints alone, in the same grouping;
+- `grouping`: the profile's grouping by (partition, side), fingerprints and all, without the
+  deciles beside it;
+- `stats`: the same without the fingerprints (`grouping` less `stats`: what the fingerprints
+  add to the one scan);
+- `prints`: the fingerprints and a row count alone, in the same grouping (scan included);
 - `deciles`: live's sampled percentile grid, the profile job's second branch;
 - `shadow_keys`: shadow's rows grouped by (partition, key), the duplicate check of a table
   that did not change;
@@ -44,9 +47,8 @@ def _parts(measurer: Any, texts: list[str]) -> dict[str, Callable[[], Any]]:
     union, plan, spec = measurer.union, measurer.plan, measurer.facts
     keys = list(spec.keys)
     every = {t: measurer.decile_every.get(t, 1) for t in texts}
-    all_aggs = profile_job._aggregations(plan, measurer.extra_aggs, keys)
-    prints = {str(a._jc.toString()) for a in fingerprints.aggregations(keys, plan.compared)}
-    stats = [a for a in all_aggs if str(a._jc.toString()) not in prints]
+    grouping = profile_job._aggregations(plan, measurer.extra_aggs, keys)
+    stats = profile_job._aggregations(plan, measurer.extra_aggs, [])  # without keys: no fingerprints
     by_side = union.groupBy(PARTITION_COLUMN, SHADOW_FLAG)
     grid = F.expr(profile_job.live_grid.grid_sql())
     accuracy = F.lit(profile_job.live_grid.ACCURACY)
@@ -60,6 +62,7 @@ def _parts(measurer: Any, texts: list[str]) -> dict[str, Callable[[], Any]]:
     agreed = {t: frozenset(plan.compared) for t in texts}  # nothing changed: live's rows alone
     category_rows = rows_to_count(union, list(spec.categories), agreed)
     return {
+        "grouping": lambda: by_side.agg(*grouping).collect(),
         "stats": lambda: by_side.agg(*stats).collect(),
         "prints": lambda: by_side.agg(F.count(F.lit(1)), *fingerprints.aggregations(keys, plan.compared)).collect(),
         "deciles": lambda: profile_job._live_rows(union, every, keys).groupBy(PARTITION_COLUMN).agg(*deciles).collect(),
