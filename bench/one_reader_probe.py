@@ -24,7 +24,7 @@ from typing import Any
 from bench.common import finish, scenario_parser
 from bench.jobs import job_log
 from bench.scenarios import plain_join
-from bench.sizing_bench import build
+from bench.sizing_bench import build, tool_measurer
 
 TOP = 10  # largest changes kept per partition and column
 SCHEMA = (
@@ -114,21 +114,13 @@ def one_reader(measurer: Any, profiles: dict[str, Any], texts: list[str]) -> tup
 
 
 def run(partitions: int, scale: int, rounds: int) -> dict[str, Any]:
-    from shadow_backfill.validate.validator import Validator
-
     out: dict[str, list[Any]] = {"tool": [], "one_reader": [], "join": []}
     with tempfile.TemporaryDirectory(prefix="sb-bench-") as tmp:
         bf, keys = build(Path(tmp), partitions, scale)
-        records, fmt = bf.store.records(bf.shadow_table, keys), bf.table_format
         texts = [bf.scheme.column_text(k) for k in keys]
         equal = True
         for rep in range(rounds + 1):  # the first round warms up
-            measurer = Validator(bf.table).measurer(
-                fmt.read_partitions(bf.shadow_table, keys),
-                fmt.read_partitions(bf.live_table, keys),
-                keys,
-                [records[k].rows or 0 for k in keys],
-            )
+            measurer = tool_measurer(bf, keys)
             log = job_log(bf.spark)
             mark, t = log.mark(), time.perf_counter()
             profiles = measurer.run(texts)

@@ -32,6 +32,7 @@ from typing import Any
 from bench.common import finish, keys_for, scenario_parser, seed_live, workspace
 from bench.jobs import job_log
 from bench.scenarios import SCENARIOS, plain_join, scenario_workspace
+from bench.sizing_bench import tool_measurer
 from bench.validate_bench import fair_limit
 
 
@@ -72,14 +73,11 @@ def _parts(measurer: Any, texts: list[str]) -> dict[str, Callable[[], Any]]:
 
 
 def run(name: str, partitions: int, scale: int, rounds: int) -> dict[str, Any]:
-    from shadow_backfill.validate.validator import Validator
-
     out: dict[str, list[dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="sb-bench-") as tmp:
         keys = keys_for(partitions)
         seed_live(workspace(Path(tmp), scale=scale, transform="features_v1"), keys)
         bf = scenario_workspace(Path(tmp), scale, keys, name)
-        records, fmt = bf.store.records(bf.shadow_table, keys), bf.table_format
         texts = [bf.scheme.column_text(k) for k in keys]
         log = job_log(bf.spark)
 
@@ -91,12 +89,7 @@ def run(name: str, partitions: int, scale: int, rounds: int) -> dict[str, Any]:
                 out.setdefault(label, []).append({"seconds": round(seconds, 2), **log.since(mark).as_dict()})
 
         for rep in range(rounds + 1):  # the first round warms up
-            measurer = Validator(bf.table).measurer(
-                fmt.read_partitions(bf.shadow_table, keys),
-                fmt.read_partitions(bf.live_table, keys),
-                keys,
-                [records[k].rows or 0 for k in keys],
-            )
+            measurer = tool_measurer(bf, keys)
             timed("tool", lambda m=measurer: m.run(texts), bool(rep))
             for label, work in _parts(measurer, texts).items():
                 timed(label, work, bool(rep))

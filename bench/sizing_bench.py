@@ -35,21 +35,26 @@ def build(workdir: Path, partitions: int, scale: int) -> tuple[Any, list[str]]:
     return scenario_workspace(workdir, scale, keys, "logic"), keys
 
 
-def measure(bf: Any, keys: list[str], share: int | None, session_partitions: int) -> dict[str, Any]:
-    """The measuring jobs once, as the validator builds them, with the grouping's task share
-    `share` (None: the tool's) on `session_partitions` shuffle partitions."""
+def tool_measurer(bf: Any, keys: list[str], share: int | None = None) -> Any:
+    """The validation's measuring jobs over `keys`, as the validator sets them up (shadow's row
+    counts from the state store), with the key grouping's task share `share` (None: the tool's)."""
     from shadow_backfill.validate.validator import Validator
 
-    fmt = bf.table_format
-    bf.spark.conf.set("spark.sql.shuffle.partitions", str(session_partitions))
-    records = bf.store.records(bf.shadow_table, keys)
-    measurer = Validator(bf.table).measurer(
+    fmt, records = bf.table_format, bf.store.records(bf.shadow_table, keys)
+    return Validator(bf.table).measurer(
         fmt.read_partitions(bf.shadow_table, keys),
         fmt.read_partitions(bf.live_table, keys),
         keys,
         [records[k].rows or 0 for k in keys],
         task_share=share,
     )
+
+
+def measure(bf: Any, keys: list[str], share: int | None, session_partitions: int) -> dict[str, Any]:
+    """The measuring jobs once, as the validator builds them, with the grouping's task share
+    `share` (None: the tool's) on `session_partitions` shuffle partitions."""
+    bf.spark.conf.set("spark.sql.shuffle.partitions", str(session_partitions))
+    measurer = tool_measurer(bf, keys, share)
     log = job_log(bf.spark)
     mark, t = log.mark(), time.perf_counter()
     profiles = measurer.run([bf.scheme.column_text(k) for k in keys])
